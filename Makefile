@@ -1,0 +1,119 @@
+# godwit: one Makefile for every binary, test and tool. See README.md.
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+PKGS    := libmicrohttpd gnutls libcjson libcurl libpq yaml-0.1 openssl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  ?=
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+           -Wno-missing-field-initializers -g $(OPT) $(SAN) -Ishared $(PKG_CFLAGS) -MMD -MP
+LDLIBS  := $(PKG_LIBS) -lm -lpthread
+CRITERION_LIBS := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+
+SHARED_SRC  := $(sort $(wildcard shared/*.c shared/api/*.c))
+WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
+UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
+INTEG_SRC   := $(sort $(wildcard tests/integration/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+SHARED_OBJ  := $(call obj,$(SHARED_SRC))
+WEBHOOK_OBJ := $(call obj,$(WEBHOOK_SRC))
+
+BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUILD)/godwit-admit \
+        $(BUILD)/godwit-yaml2json
+
+.PHONY: all deps test test-unit test-integration test-asan test-clang lint bench fuzz demo \
+        certs manifests check-generated clean
+all: $(BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/godwit-webhook: $(call obj,webhook/main.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-certs: $(call obj,$(wildcard certs/*.c)) $(SHARED_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-gen: $(call obj,$(wildcard manifests/gen/*.c)) $(SHARED_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-admit: $(call obj,tests/tools/admit.c) $(SHARED_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/unit: $(call obj,$(UNIT_SRC)) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+$(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+
+# Debian 12 packages; `make deps` installs the missing ones (as root, or through sudo).
+DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
+            libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang \
+            libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
+
+test: deps
+	$(MAKE) all $(BUILD)/tests/unit $(BUILD)/tests/integration
+	$(MAKE) test-unit test-integration check-generated lint test-clang
+
+test-unit: $(BUILD)/tests/unit
+	$(BUILD)/tests/unit --jobs 2
+
+test-integration: all $(BUILD)/tests/integration
+	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/integration --jobs 1
+
+# The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: deps
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  all build-asan/tests/unit build-asan/tests/integration
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  test-unit test-integration
+
+# Every source must also build warning-free with clang.
+test-clang:
+	$(MAKE) BUILD=build-clang CC=clang all build-clang/tests/unit
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	  --suppress=missingIncludeSystem --std=c11 -Ishared shared webhook certs manifests/gen tests/tools
+
+manifests: $(BUILD)/godwit-gen
+	$(BUILD)/godwit-gen crds manifests/crds
+	$(BUILD)/godwit-gen docs docs/api/reference
+
+check-generated: $(BUILD)/godwit-gen
+	tests/check-generated.sh $(BUILD)/godwit-gen
+
+certs: $(BUILD)/godwit-certs
+	$(BUILD)/godwit-certs --out $(BUILD)/certs --dns godwit-webhook.godwit-system.svc \
+	  --dns localhost --ip 127.0.0.1
+
+bench: deps all
+	bench/webhook/run.sh $(BUILD)
+
+fuzz: deps
+	$(MAKE) -C . BUILD=build-fuzz CC=clang fuzz-build
+	bench/../tests/fuzz/run.sh build-fuzz
+
+demo: deps all
+	tests/demo/webhook-demo.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-clang build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

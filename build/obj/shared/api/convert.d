@@ -1,0 +1,13 @@
+build/obj/shared/api/convert.o: shared/api/convert.c shared/api/api.h \
+ /usr/include/cjson/cJSON.h shared/api/fielderr.h shared/api/schema.h \
+ shared/api/format.h shared/policy.h shared/rc.h shared/rc.h \
+ shared/json.h
+shared/api/api.h:
+/usr/include/cjson/cJSON.h:
+shared/api/fielderr.h:
+shared/api/schema.h:
+shared/api/format.h:
+shared/policy.h:
+shared/rc.h:
+shared/rc.h:
+shared/json.h:

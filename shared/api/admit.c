@@ -1,0 +1,201 @@
+/* Defaulting and validation of any kind, on the hub, with errors in the user's version. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "json.h"
+#include "jsonpatch.h"
+
+void rule_fail(struct ferrs *e, const struct rule *r)
+{
+  if(r->policy)
+    ferrs_add_policy(e, r->field, "%s", r->msg);
+  else
+    ferrs_add(e, r->type, r->field, "%s", r->msg);
+}
+
+void rule_failf(struct ferrs *e, const struct rule *r, const char *field, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = NULL;
+  if(vasprintf(&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end(ap);
+  if(!msg) {
+    e->oom = true;
+    return;
+  }
+  if(r->policy)
+    ferrs_add_policy(e, field ? field : r->field, "%s", msg);
+  else
+    ferrs_add(e, r->type, field ? field : r->field, "%s", msg);
+  free(msg);
+}
+
+void api_result_init(struct api_result *r)
+{
+  r->patch = NULL;
+  ferrs_init(&r->errs);
+  strlist_init(&r->warns);
+}
+
+void api_result_release(struct api_result *r)
+{
+  cJSON_Delete(r->patch);
+  r->patch = NULL;
+  ferrs_release(&r->errs);
+  strlist_release(&r->warns);
+}
+
+/* The version obj was sent in, or NULL. */
+static const struct api_version *version_of(const struct api_kind *k, const cJSON *obj)
+{
+  const char *av = json_get_str(obj, "apiVersion");
+  size_t glen = strlen(k->group);
+  if(!av || strncmp(av, k->group, glen) || av[glen] != '/')
+    return NULL;
+  return api_find_version(k, av + glen + 1);
+}
+
+static char *hub_api_version(const struct api_kind *k)
+{
+  char *s = NULL;
+  if(asprintf(&s, "%s/%s", k->group, api_hub(k)->name) < 0)
+    return NULL;
+  return s;
+}
+
+/* A defaulted hub copy of obj, or NULL when obj cannot be converted. */
+static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
+{
+  if(!obj)
+    return NULL;
+  cJSON *c = cJSON_Duplicate(obj, 1);
+  char *hub = hub_api_version(k);
+  char err[256];
+  if(!c || !hub || api_convert(k, c, hub, err, sizeof(err))) {
+    cJSON_Delete(c);
+    c = NULL;
+  }
+  free(hub);
+  if(c && !sch_default(api_hub(k)->spec, json_get_mut(c, "spec"))) {
+    cJSON_Delete(c);
+    c = NULL;
+  }
+  return c;
+}
+
+gw_rc api_mutate(const struct api_request *req, struct api_result *out)
+{
+  const struct api_kind *k = req->kind;
+  if(req->op != API_CREATE && req->op != API_UPDATE)
+    return GW_OK;
+  const struct api_version *v = version_of(k, req->obj);
+  if(!v || !cJSON_IsObject(json_get(req->obj, "spec")))
+    return GW_OK; /* nothing to default; validation explains */
+  cJSON *work = hub_copy(k, req->obj);
+  cJSON *old = hub_copy(k, req->old);
+  if(!work) {
+    cJSON_Delete(old);
+    return GW_OK;
+  }
+  struct api_ctx ctx = { .obj = work, .old = old, .op = req->op, .user = req->user,
+                         .policy = req->policy, .dry_run = req->dry_run };
+  gw_rc rc = k->mutate ? k->mutate(&ctx, work) : GW_OK;
+  if(!rc && !api_is_hub(k, v)) {
+    char want[128], err[256];
+    snprintf(want, sizeof(want), "%s/%s", k->group, v->name);
+    rc = api_convert(k, work, want, err, sizeof(err));
+    /* Hub-only defaults are not the older version's to carry: keep its annotation as sent. */
+    char ann[96];
+    snprintf(ann, sizeof(ann), API_FIELDS_ANNOTATION_FMT, api_hub(k)->name);
+    const cJSON *sent = json_get(json_get(req->obj, "metadata.annotations"), ann);
+    cJSON *annotations = json_get_mut(work, "metadata.annotations");
+    if(!rc && !sent && cJSON_IsObject(annotations)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(annotations, ann);
+      if(!annotations->child && !json_get(req->obj, "metadata.annotations"))
+        json_remove(work, "metadata.annotations");
+    } else if(!rc && sent && cJSON_IsObject(annotations)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(annotations, ann);
+      cJSON_AddItemToObject(annotations, ann, cJSON_Duplicate(sent, 1));
+    }
+  }
+  if(!rc) {
+    cJSON *patch = jsonpatch_diff(req->obj, work);
+    if(!patch)
+      rc = GW_ENOMEM;
+    else if(cJSON_GetArraySize(patch) == 0)
+      cJSON_Delete(patch);
+    else
+      out->patch = patch;
+  }
+  cJSON_Delete(work);
+  cJSON_Delete(old);
+  return rc;
+}
+
+static char *translate(const char *field, const void *arg)
+{
+  return api_path_from_hub(arg, field);
+}
+
+static void run_rules(const struct rule *rules, const struct api_ctx *ctx, struct ferrs *e)
+{
+  for(const struct rule *r = rules; r && r->check; r++)
+    r->check(ctx, r, e);
+}
+
+gw_rc api_validate(const struct api_request *req, struct api_result *out)
+{
+  const struct api_kind *k = req->kind;
+  const char *rv = req->request_version;
+  const struct api_version *v = req->obj ? version_of(k, req->obj) : NULL;
+  const struct api_version *warn_v = rv ? api_find_version(k, rv) : v;
+  if(warn_v && !api_is_hub(k, warn_v))
+    strlist_addf(&out->warns, "%s/%s %s is deprecated; use %s/%s %s", k->group, warn_v->name,
+                 k->kind, k->group, api_hub(k)->name, k->kind);
+  if(req->op != API_CREATE && req->op != API_UPDATE)
+    return GW_OK;
+  if(!v) {
+    const char *av = json_get_str(req->obj, "apiVersion");
+    ferrs_add(&out->errs, FE_NOT_SUPPORTED, "apiVersion", "%s is not a served version of %s",
+              av ? av : "(missing)", k->kind);
+    return GW_OK;
+  }
+  const cJSON *spec = json_get(req->obj, "spec");
+  if(!spec || cJSON_IsNull(spec)) {
+    ferrs_add(&out->errs, FE_REQUIRED, "spec", "is required");
+    return GW_OK;
+  }
+  if(!cJSON_IsObject(spec)) {
+    ferrs_add(&out->errs, FE_TYPE, "spec", "must be an object, got %s", json_type_name(spec));
+    return GW_OK;
+  }
+  sch_validate(v->spec, spec, "spec", &out->errs, &out->warns);
+  if(out->errs.n)
+    return out->errs.oom ? GW_ENOMEM : GW_OK;
+  cJSON *obj = hub_copy(k, req->obj);
+  cJSON *old = hub_copy(k, req->old);
+  if(!obj) {
+    cJSON_Delete(old);
+    ferrs_add(&out->errs, FE_INVALID, "metadata.annotations",
+              "cannot be converted to %s/%s: check the godwit.dev/%s-fields annotation",
+              k->group, api_hub(k)->name, api_hub(k)->name);
+    return GW_OK;
+  }
+  struct api_ctx ctx = { .obj = obj, .old = old, .op = req->op, .user = req->user,
+                         .policy = req->policy, .dry_run = req->dry_run };
+  run_rules(k->rules, &ctx, &out->errs);
+  if(req->op == API_UPDATE && old)
+    run_rules(k->update_rules, &ctx, &out->errs);
+  if(k->warn)
+    k->warn(&ctx, &out->warns);
+  if(!api_is_hub(k, v))
+    ferrs_map_fields(&out->errs, translate, v);
+  cJSON_Delete(obj);
+  cJSON_Delete(old);
+  return out->errs.oom ? GW_ENOMEM : GW_OK;
+}

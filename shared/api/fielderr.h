@@ -1,0 +1,65 @@
+/*
+ * fielderr.h: a list of field errors, like Kubernetes' field.ErrorList.
+ *
+ * Every failing rule adds one error; nothing stops at the first. Each error has a field path in
+ * the version the user wrote ("spec.clone.tableJobs", "metadata.labels[team]"), a Kubernetes
+ * cause type, and a message saying what is wrong and what to do, lower case, no final stop.
+ * Errors from the admin policy are marked `policy`: a denial made only of them is a 403
+ * Forbidden, anything else a 422 Invalid.
+ *
+ * A failed allocation inside ferrs_add() sets `oom`; callers check it once at the end.
+ */
+#ifndef GW_FIELDERR_H
+#define GW_FIELDERR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FERR_TYPE_MAP(X)                                 \
+  X(FE_REQUIRED, "FieldValueRequired")                   \
+  X(FE_INVALID, "FieldValueInvalid")                     \
+  X(FE_NOT_SUPPORTED, "FieldValueNotSupported")          \
+  X(FE_FORBIDDEN, "FieldValueForbidden")                 \
+  X(FE_DUPLICATE, "FieldValueDuplicate")                 \
+  X(FE_TOO_LONG, "FieldValueTooLong")                    \
+  X(FE_TOO_MANY, "FieldValueTooMany")                    \
+  X(FE_TYPE, "FieldValueTypeInvalid")
+
+enum ferr_type {
+#define FERR_ENUM(name, reason) name,
+  FERR_TYPE_MAP(FERR_ENUM)
+#undef FERR_ENUM
+};
+
+struct ferr {
+  enum ferr_type type;
+  bool policy;
+  char *field;
+  char *msg;
+};
+
+struct ferrs {
+  struct ferr *v;
+  size_t n, cap;
+  bool oom;
+};
+
+void ferrs_init(struct ferrs *e);
+void ferrs_release(struct ferrs *e);
+void ferrs_add(struct ferrs *e, enum ferr_type type, const char *field, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+void ferrs_add_policy(struct ferrs *e, const char *field, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* The Kubernetes cause reason of a type ("FieldValueInvalid"). */
+const char *ferr_reason(enum ferr_type t);
+/* True when every error is a policy refusal (and there is at least one). */
+bool ferrs_all_policy(const struct ferrs *e);
+/* Rewrites each field through fn (for version path translation); fn returns a malloc'd path or
+ * NULL to keep it. */
+void ferrs_map_fields(struct ferrs *e, char *(*fn)(const char *field, const void *arg),
+                      const void *arg);
+/* Joins "a.b.c" style paths: path_join(buf, n, "spec", "clone") -> "spec.clone"; an empty base
+ * yields the name alone. Returns buf. */
+char *path_join(char *buf, size_t n, const char *base, const char *name);
+
+#endif

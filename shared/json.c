@@ -1,0 +1,310 @@
+#include "json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strbuf.h"
+
+/* Counts bracket depth outside strings so an abusive body is refused before cJSON recurses. */
+static bool depth_ok(const char *buf, size_t len)
+{
+  int depth = 0;
+  bool in_str = false;
+  for(size_t i = 0; i < len; i++) {
+    char c = buf[i];
+    if(in_str) {
+      if(c == '\\')
+        i++;
+      else if(c == '"')
+        in_str = false;
+      continue;
+    }
+    if(c == '"')
+      in_str = true;
+    else if(c == '{' || c == '[') {
+      if(++depth > JSON_MAX_DEPTH)
+        return false;
+    } else if(c == '}' || c == ']')
+      depth--;
+  }
+  return true;
+}
+
+gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
+{
+  *out = NULL;
+  if(len == 0) {
+    snprintf(errbuf, errlen, "empty body: expected a JSON object");
+    return GW_EPARSE;
+  }
+  if(!depth_ok(buf, len)) {
+    snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
+    return GW_EPARSE;
+  }
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+  if(!v) {
+    size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
+    if(off >= len)
+      snprintf(errbuf, errlen, "malformed JSON: input ends early (%zu bytes)", len);
+    else
+      snprintf(errbuf, errlen, "malformed JSON at byte %zu", off);
+    return GW_EPARSE;
+  }
+  /* Only whitespace may follow the value. */
+  size_t off = (size_t)(end - buf);
+  while(off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
+    off++;
+  if(off < len && !(off == len - 1 && buf[off] == '\0')) {
+    cJSON_Delete(v);
+    snprintf(errbuf, errlen, "malformed JSON: unexpected data after the value at byte %zu", off);
+    return GW_EPARSE;
+  }
+  *out = v;
+  return GW_OK;
+}
+
+/* Walks one dotted component; n is its length. */
+static cJSON *member(const cJSON *obj, const char *name, size_t n)
+{
+  if(!cJSON_IsObject(obj))
+    return NULL;
+  for(cJSON *c = obj->child; c; c = c->next)
+    if(c->string && strlen(c->string) == n && memcmp(c->string, name, n) == 0)
+      return c;
+  return NULL;
+}
+
+cJSON *json_get_mut(cJSON *root, const char *path)
+{
+  cJSON *cur = root;
+  const char *p = path;
+  while(cur && *p) {
+    const char *dot = strchr(p, '.');
+    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    cur = member(cur, p, n);
+    p += n;
+    if(*p == '.')
+      p++;
+  }
+  return cur;
+}
+
+const cJSON *json_get(const cJSON *root, const char *path)
+{
+  return json_get_mut((cJSON *)root, path);
+}
+
+const char *json_get_str(const cJSON *root, const char *path)
+{
+  const cJSON *v = json_get(root, path);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+bool json_get_bool(const cJSON *root, const char *path, bool dflt)
+{
+  const cJSON *v = json_get(root, path);
+  if(cJSON_IsBool(v))
+    return cJSON_IsTrue(v);
+  return dflt;
+}
+
+cJSON *json_ensure_parent(cJSON *root, const char *path, const char **last)
+{
+  cJSON *cur = root;
+  const char *p = path;
+  for(;;) {
+    if(!cJSON_IsObject(cur))
+      return NULL;
+    const char *dot = strchr(p, '.');
+    if(!dot) {
+      *last = p;
+      return cur;
+    }
+    size_t n = (size_t)(dot - p);
+    cJSON *next = member(cur, p, n);
+    if(!next) {
+      char name[256];
+      if(n >= sizeof(name))
+        return NULL;
+      memcpy(name, p, n);
+      name[n] = '\0';
+      next = cJSON_AddObjectToObject(cur, name);
+      if(!next)
+        return NULL;
+    }
+    cur = next;
+    p = dot + 1;
+  }
+}
+
+gw_rc json_set(cJSON *root, const char *path, cJSON *item)
+{
+  if(!item)
+    return GW_ENOMEM;
+  const char *last;
+  cJSON *parent = json_ensure_parent(root, path, &last);
+  if(!parent) {
+    cJSON_Delete(item);
+    return GW_EINVAL;
+  }
+  if(cJSON_GetObjectItemCaseSensitive(parent, last)) {
+    if(!cJSON_ReplaceItemInObjectCaseSensitive(parent, last, item)) {
+      cJSON_Delete(item);
+      return GW_ENOMEM;
+    }
+  } else if(!cJSON_AddItemToObject(parent, last, item)) {
+    cJSON_Delete(item);
+    return GW_ENOMEM;
+  }
+  return GW_OK;
+}
+
+gw_rc json_set_str(cJSON *root, const char *path, const char *s)
+{
+  return json_set(root, path, cJSON_CreateString(s));
+}
+
+cJSON *json_detach(cJSON *root, const char *path)
+{
+  const char *dot = strrchr(path, '.');
+  cJSON *parent = root;
+  const char *name = path;
+  if(dot) {
+    char buf[512];
+    size_t n = (size_t)(dot - path);
+    if(n >= sizeof(buf))
+      return NULL;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    parent = json_get_mut(root, buf);
+    name = dot + 1;
+  }
+  if(!cJSON_IsObject(parent))
+    return NULL;
+  return cJSON_DetachItemFromObjectCaseSensitive(parent, name);
+}
+
+void json_remove(cJSON *root, const char *path)
+{
+  cJSON_Delete(json_detach(root, path));
+}
+
+bool json_is_integer(const cJSON *v)
+{
+  if(!cJSON_IsNumber(v))
+    return false;
+  double d = v->valuedouble;
+  return isfinite(d) && d == floor(d) && fabs(d) <= 9007199254740992.0;
+}
+
+const char *json_type_name(const cJSON *v)
+{
+  if(!v || cJSON_IsNull(v))
+    return "null";
+  if(cJSON_IsBool(v))
+    return "boolean";
+  if(cJSON_IsNumber(v))
+    return json_is_integer(v) ? "integer" : "number";
+  if(cJSON_IsString(v))
+    return "string";
+  if(cJSON_IsArray(v))
+    return "array";
+  if(cJSON_IsObject(v))
+    return "object";
+  return "unknown";
+}
+
+char *json_preview(const cJSON *v, size_t max)
+{
+  char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+  const char *src = s ? s : "null";
+  size_t n = strlen(src);
+  char *out = malloc((n > max ? max + 3 : n) + 1);
+  if(out) {
+    if(n > max) {
+      memcpy(out, src, max);
+      memcpy(out + max, "...", 4);
+    } else
+      memcpy(out, src, n + 1);
+  }
+  if(s)
+    cJSON_free(s);
+  return out;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+  const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+  return strcmp(x->string, y->string);
+}
+
+static gw_rc canon(struct strbuf *sb, const cJSON *v)
+{
+  gw_rc rc = GW_OK;
+  if(cJSON_IsObject(v)) {
+    size_t n = 0;
+    for(const cJSON *c = v->child; c; c = c->next)
+      n++;
+    const cJSON **items = n ? malloc(n * sizeof(*items)) : NULL;
+    if(n && !items)
+      return GW_ENOMEM;
+    size_t i = 0;
+    for(const cJSON *c = v->child; c; c = c->next)
+      items[i++] = c;
+    qsort(items, n, sizeof(*items), cmp_keys);
+    rc = strbuf_addc(sb, '{');
+    for(i = 0; i < n && !rc; i++) {
+      if(i)
+        rc = strbuf_addc(sb, ',');
+      if(!rc)
+        rc = strbuf_addc(sb, '"');
+      if(!rc)
+        rc = strbuf_add_json_escaped(sb, items[i]->string);
+      if(!rc)
+        rc = strbuf_adds(sb, "\":");
+      if(!rc)
+        rc = canon(sb, items[i]);
+    }
+    free(items);
+    if(!rc)
+      rc = strbuf_addc(sb, '}');
+    return rc;
+  }
+  if(cJSON_IsArray(v)) {
+    rc = strbuf_addc(sb, '[');
+    for(const cJSON *c = v->child; c && !rc; c = c->next) {
+      if(c != v->child)
+        rc = strbuf_addc(sb, ',');
+      if(!rc)
+        rc = canon(sb, c);
+    }
+    if(!rc)
+      rc = strbuf_addc(sb, ']');
+    return rc;
+  }
+  char *s = cJSON_PrintUnformatted(v);
+  if(!s)
+    return GW_ENOMEM;
+  rc = strbuf_adds(sb, s);
+  cJSON_free(s);
+  return rc;
+}
+
+char *json_print_canonical(const cJSON *v)
+{
+  struct strbuf sb;
+  strbuf_init(&sb, 64u << 20);
+  if(canon(&sb, v)) {
+    strbuf_release(&sb);
+    return NULL;
+  }
+  /* Hand over in cJSON's allocator so every printed JSON string is freed the same way. */
+  char *out = cJSON_malloc(sb.len + 1);
+  if(out)
+    memcpy(out, strbuf_str(&sb), sb.len + 1);
+  strbuf_release(&sb);
+  return out;
+}

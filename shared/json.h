@@ -1,0 +1,52 @@
+/*
+ * json.h: cJSON helpers shared by every process.
+ *
+ * Parsing is strict: the whole buffer must be one JSON value (cJSON alone accepts trailing
+ * garbage), nesting deeper than JSON_MAX_DEPTH is refused before cJSON recurses, and the error
+ * says where the input went wrong. Dotted paths ("spec.clone.tableJobs") address object members;
+ * they never cross arrays. Strings returned by cJSON_Print* must be released with cJSON_free().
+ */
+#ifndef GW_JSON_H
+#define GW_JSON_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rc.h"
+
+#define JSON_MAX_DEPTH 100
+
+/* Parses buf[0..len). On failure *out is NULL and errbuf holds a one-line reason. */
+gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
+  GW_MUST_CHECK;
+
+const cJSON *json_get(const cJSON *root, const char *path);
+cJSON *json_get_mut(cJSON *root, const char *path);
+/* NULL when missing or not a string. */
+const char *json_get_str(const cJSON *root, const char *path);
+bool json_get_bool(const cJSON *root, const char *path, bool dflt);
+/* The parent of the last path element, created as empty objects where missing. NULL when a
+ * component exists and is not an object. *last receives the final element name. */
+cJSON *json_ensure_parent(cJSON *root, const char *path, const char **last);
+/* Sets path to item (taking ownership), replacing what was there. */
+gw_rc json_set(cJSON *root, const char *path, cJSON *item) GW_MUST_CHECK;
+gw_rc json_set_str(cJSON *root, const char *path, const char *s) GW_MUST_CHECK;
+/* Removes path if present. */
+void json_remove(cJSON *root, const char *path);
+/* Detaches path and returns it (caller owns), or NULL. */
+cJSON *json_detach(cJSON *root, const char *path);
+
+/* The JSON type name used in messages: "string", "integer", "number", "boolean", "object",
+ * "array", "null". */
+const char *json_type_name(const cJSON *v);
+bool json_is_integer(const cJSON *v);
+/* Prints v compactly into a malloc'd string (free()), or NULL. Short values only; used for
+ * messages, truncated at max bytes with "...". */
+char *json_preview(const cJSON *v, size_t max);
+
+/* Object members sorted by key, recursively, printed without spaces: the canonical form used
+ * for digests. The result must be released with cJSON_free(). */
+char *json_print_canonical(const cJSON *v);
+
+#endif
