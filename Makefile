@@ -17,6 +17,9 @@ WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC   := $(sort $(wildcard tests/integration/*.c))
 
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 SHARED_OBJ  := $(call obj,$(SHARED_SRC))
 WEBHOOK_OBJ := $(call obj,$(WEBHOOK_SRC))
@@ -25,30 +28,43 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-yaml2json
 
 .PHONY: all deps test test-unit test-integration test-asan test-clang lint bench fuzz demo \
-        certs manifests check-generated clean
+        certs manifests check-generated clean fuzz-targets
 all: $(BINS)
+
+# Tests may include webhook headers; shared/ never does (STYLE.md).
+$(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook
+$(BUILD)/obj/manifests/%.o: CFLAGS += -Imanifests/gen
+
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(if $(Q),@echo "  CC  $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/godwit-webhook: $(call obj,webhook/main.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-certs: $(call obj,$(wildcard certs/*.c)) $(SHARED_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-gen: $(call obj,$(wildcard manifests/gen/*.c)) $(SHARED_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-admit: $(call obj,tests/tools/admit.c) $(SHARED_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit: $(call obj,$(UNIT_SRC)) $(WEBHOOK_OBJ) $(SHARED_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
 $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
 
 # Debian 12 packages; `make deps` installs the missing ones (as root, or through sudo).
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
@@ -90,7 +106,9 @@ test-clang:
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-	  --suppress=missingIncludeSystem --std=c11 -Ishared shared webhook certs manifests/gen tests/tools
+	  --suppress=missingIncludeSystem --std=c11 -Ishared \
+	  -I/usr/include/cjson \
+	  shared webhook certs manifests/gen tests/tools
 
 manifests: $(BUILD)/godwit-gen
 	$(BUILD)/godwit-gen crds manifests/crds
@@ -103,14 +121,36 @@ certs: $(BUILD)/godwit-certs
 	$(BUILD)/godwit-certs --out $(BUILD)/certs --dns godwit-webhook.godwit-system.svc \
 	  --dns localhost --ip 127.0.0.1
 
-bench: deps all
+# The benchmark's baseline: the webhook's HTTP layer answering constant bodies (bench/webhook).
+$(BUILD)/obj/bench/%.o: CFLAGS += -Iwebhook
+$(BUILD)/godwit-bench-baseline: $(call obj,bench/webhook/baseline.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: deps
+	$(MAKE) all $(BUILD)/godwit-bench-baseline
 	bench/webhook/run.sh $(BUILD)
 
-fuzz: deps
-	$(MAKE) -C . BUILD=build-fuzz CC=clang fuzz-build
-	bench/../tests/fuzz/run.sh build-fuzz
+# libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,
+# every object instrumented (SAN=-fsanitize=fuzzer-no-link,...); the arena is replaced by
+# tests/fuzz/arena_asan.c (one malloc per block) so AddressSanitizer sees each cJSON node.
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_SHARED := $(filter-out $(call obj,shared/arena.c),$(SHARED_OBJ)) $(call obj,tests/fuzz/arena_asan.c)
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(WEBHOOK_OBJ) $(FUZZ_SHARED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+$(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -Itests/unit
+$(BUILD)/godwit-fuzz-seeds: $(call obj,tests/fuzz/seeds.c tests/unit/gen.c) $(FUZZ_SHARED)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+fuzz-targets: $(FUZZ_BINS) $(BUILD)/godwit-fuzz-seeds
 
-demo: deps all
+fuzz: deps
+	tests/fuzz/run.sh
+
+demo: deps
+	$(MAKE) all
 	tests/demo/webhook-demo.sh $(BUILD)
 
 clean:

@@ -37,6 +37,29 @@ void json_remove(cJSON *root, const char *path);
 /* Detaches path and returns it (caller owns), or NULL. */
 cJSON *json_detach(cJSON *root, const char *path);
 
+/* Deep equality: same type; numbers equal within a relative DBL_EPSILON (as cJSON_Compare);
+ * arrays element by element; objects with the same number of members, each member of one
+ * equal to the member of the other with its key (the first one, if a key repeats; members in
+ * the same order compare by position, so an object always equals its copy). Time is linear in
+ * the size of the values, n log n in the width of objects whose members differ in order.
+ * Never call cJSON_Compare on data from a request: cJSON 1.7.15 compares every object member
+ * twice, which doubles the work at each nesting level (an equal pair of 30-level objects costs
+ * 2^30 comparisons), and looks members up linearly (quadratic in the width). */
+bool json_equal(const cJSON *a, const cJSON *b);
+
+/* The members of an object sorted by key, for lookups in log n (json_index_get: the first
+ * member with the key, as cJSON_GetObjectItemCaseSensitive, or NULL). If the index cannot be
+ * allocated, init returns GW_ENOMEM and lookups search linearly: callers may ignore it. The
+ * object must not change while indexed. */
+struct json_index {
+  const cJSON *obj;
+  void *v;
+  size_t n;
+};
+gw_rc json_index_init(struct json_index *ix, const cJSON *obj);
+const cJSON *json_index_get(const struct json_index *ix, const char *key);
+void json_index_release(struct json_index *ix);
+
 /* The JSON type name used in messages: "string", "integer", "number", "boolean", "object",
  * "array", "null". */
 const char *json_type_name(const cJSON *v);

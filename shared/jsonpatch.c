@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 gw_rc jsonpointer_append(struct strbuf *sb, const char *token)
 {
   gw_rc rc = strbuf_addc(sb, '/');
@@ -39,16 +41,47 @@ static gw_rc add_op(cJSON *ops, const char *op, const char *path, const cJSON *v
   return GW_OK;
 }
 
+/* Finds the member of obj named like m: first at the cursor (members usually come in the
+ * same order on both sides, defaulting appends), else through an index built on first need,
+ * so a wide object costs n log n, not n^2. Advances the cursor past what it found. */
+struct finder {
+  const cJSON *obj, *cur;
+  struct json_index ix;
+  bool indexed;
+};
+
+static const cJSON *find(struct finder *f, const cJSON *m)
+{
+  const cJSON *c = f->cur;
+  if(!(c && c->string && m->string && !strcmp(c->string, m->string))) {
+    if(!f->indexed) {
+      (void)json_index_init(&f->ix, f->obj); /* without memory, lookups are linear */
+      f->indexed = true;
+    }
+    c = json_index_get(&f->ix, m->string);
+  }
+  if(c)
+    f->cur = c->next;
+  return c;
+}
+
+static void finder_release(struct finder *f)
+{
+  if(f->indexed)
+    json_index_release(&f->ix);
+}
+
 static gw_rc diff(cJSON *ops, struct strbuf *path, const cJSON *a, const cJSON *b)
 {
-  if(cJSON_Compare(a, b, 1))
+  if(json_equal(a, b))
     return GW_OK;
   if(!cJSON_IsObject(a) || !cJSON_IsObject(b))
     return add_op(ops, "replace", strbuf_str(path), b);
   gw_rc rc = GW_OK;
   size_t base = path->len;
+  struct finder in_b = { b, b->child, { 0 }, false }, in_a = { a, a->child, { 0 }, false };
   for(const cJSON *x = a->child; x && !rc; x = x->next) {
-    const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+    const cJSON *y = find(&in_b, x);
     rc = jsonpointer_append(path, x->string);
     if(!rc)
       rc = y ? diff(ops, path, x, y) : add_op(ops, "remove", strbuf_str(path), NULL);
@@ -57,7 +90,7 @@ static gw_rc diff(cJSON *ops, struct strbuf *path, const cJSON *a, const cJSON *
       path->buf[base] = '\0';
   }
   for(const cJSON *y = b->child; y && !rc; y = y->next) {
-    if(cJSON_GetObjectItemCaseSensitive(a, y->string))
+    if(find(&in_a, y))
       continue;
     rc = jsonpointer_append(path, y->string);
     if(!rc)
@@ -66,6 +99,8 @@ static gw_rc diff(cJSON *ops, struct strbuf *path, const cJSON *a, const cJSON *
     if(path->buf)
       path->buf[base] = '\0';
   }
+  finder_release(&in_a);
+  finder_release(&in_b);
   return rc;
 }
 
@@ -145,7 +180,7 @@ static gw_rc apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
   }
   if(!*path) { /* the whole document */
     if(is_test)
-      return cJSON_Compare(*doc, value, 1) ? GW_OK : GW_ECONFLICT;
+      return json_equal(*doc, value) ? GW_OK : GW_ECONFLICT;
     if(is_rm) {
       snprintf(err, errlen, "cannot remove the whole document");
       return GW_EINVAL;
@@ -187,7 +222,7 @@ static gw_rc apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
   if(cJSON_IsObject(parent)) {
     cJSON *cur = cJSON_GetObjectItemCaseSensitive(parent, tok);
     if(is_test) {
-      if(cur && cJSON_Compare(cur, value, 1))
+      if(cur && json_equal(cur, value))
         return GW_OK;
       snprintf(err, errlen, "test failed at \"%s\"", path);
       return GW_ECONFLICT;
@@ -214,7 +249,7 @@ static gw_rc apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
       return GW_ENOTFOUND;
     }
     if(is_test) {
-      if(cJSON_Compare(cJSON_GetArrayItem(parent, i), value, 1))
+      if(json_equal(cJSON_GetArrayItem(parent, i), value))
         return GW_OK;
       snprintf(err, errlen, "test failed at \"%s\"", path);
       return GW_ECONFLICT;

@@ -112,7 +112,9 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out)
     /* Hub-only defaults are not the older version's to carry: keep its annotation as sent. */
     char ann[96];
     snprintf(ann, sizeof(ann), API_FIELDS_ANNOTATION_FMT, api_hub(k)->name);
-    const cJSON *sent = json_get(json_get(req->obj, "metadata.annotations"), ann);
+    /* Not json_get: the annotation's name has dots, which json_get reads as a path. */
+    const cJSON *sent =
+      cJSON_GetObjectItemCaseSensitive(json_get(req->obj, "metadata.annotations"), ann);
     cJSON *annotations = json_get_mut(work, "metadata.annotations");
     if(!rc && !sent && cJSON_IsObject(annotations)) {
       cJSON_DeleteItemFromObjectCaseSensitive(annotations, ann);
@@ -142,6 +144,37 @@ static char *translate(const char *field, const void *arg)
   return api_path_from_hub(arg, field);
 }
 
+/*
+ * An older object that passed its own schema can still carry, in the fields annotation, hub
+ * fields of the wrong shape. Check the converted object against the hub schema: an error on a
+ * field the sent version has stays on that field (translated later); one on a field only the
+ * annotation holds is reported on the annotation, naming the hub field.
+ */
+static void check_hub_shape(const struct api_kind *k, const struct api_version *v,
+                            const cJSON *sent, const cJSON *hub_obj, struct ferrs *errs)
+{
+  struct ferrs e;
+  ferrs_init(&e);
+  sch_validate(api_hub(k)->spec, json_get(hub_obj, "spec"), "spec", &e, NULL);
+  char ann[128];
+  snprintf(ann, sizeof(ann), "metadata.annotations[" API_FIELDS_ANNOTATION_FMT "]",
+           api_hub(k)->name);
+  for(size_t i = 0; i < e.n; i++) {
+    char *t = api_path_from_hub(v, e.v[i].field);
+    char dotted[512];
+    snprintf(dotted, sizeof(dotted), "%.*s", (int)strcspn(e.v[i].field, "["), e.v[i].field);
+    if(t || json_get(sent, dotted))
+      ferrs_add(errs, e.v[i].type, e.v[i].field, "%s", e.v[i].msg);
+    else
+      ferrs_add(errs, e.v[i].type, ann, "%s (%s/%s field %s)", e.v[i].msg, k->group,
+                api_hub(k)->name, e.v[i].field);
+    free(t);
+  }
+  if(e.oom)
+    errs->oom = true;
+  ferrs_release(&e);
+}
+
 static void run_rules(const struct rule *rules, const struct api_ctx *ctx, struct ferrs *e)
 {
   for(const struct rule *r = rules; r && r->check; r++)
@@ -161,17 +194,17 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
     return GW_OK;
   if(!v) {
     const char *av = json_get_str(req->obj, "apiVersion");
-    ferrs_add(&out->errs, FE_NOT_SUPPORTED, "apiVersion", "%s is not a served version of %s",
+    ferrs_add(&out->errs, FERR_NOT_SUPPORTED, "apiVersion", "%s is not a served version of %s",
               av ? av : "(missing)", k->kind);
     return GW_OK;
   }
   const cJSON *spec = json_get(req->obj, "spec");
   if(!spec || cJSON_IsNull(spec)) {
-    ferrs_add(&out->errs, FE_REQUIRED, "spec", "is required");
+    ferrs_add(&out->errs, FERR_REQUIRED, "spec", "is required");
     return GW_OK;
   }
   if(!cJSON_IsObject(spec)) {
-    ferrs_add(&out->errs, FE_TYPE, "spec", "must be an object, got %s", json_type_name(spec));
+    ferrs_add(&out->errs, FERR_TYPE, "spec", "must be an object, got %s", json_type_name(spec));
     return GW_OK;
   }
   sch_validate(v->spec, spec, "spec", &out->errs, &out->warns);
@@ -181,11 +214,13 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
   cJSON *old = hub_copy(k, req->old);
   if(!obj) {
     cJSON_Delete(old);
-    ferrs_add(&out->errs, FE_INVALID, "metadata.annotations",
+    ferrs_add(&out->errs, FERR_INVALID, "metadata.annotations",
               "cannot be converted to %s/%s: check the godwit.dev/%s-fields annotation",
               k->group, api_hub(k)->name, api_hub(k)->name);
     return GW_OK;
   }
+  if(!api_is_hub(k, v))
+    check_hub_shape(k, v, req->obj, obj, &out->errs);
   struct api_ctx ctx = { .obj = obj, .old = old, .op = req->op, .user = req->user,
                          .policy = req->policy, .dry_run = req->dry_run };
   run_rules(k->rules, &ctx, &out->errs);

@@ -12,6 +12,15 @@
  * lists its renames (struct conv_move) and may add a transform for what renames cannot say. What
  * an older version cannot hold travels in the annotation godwit.dev/<hub>-fields and comes back
  * when converted to the hub, so every round trip is lossless.
+ *
+ * Rules for a kind's author, checked by tests/unit/test_roundtrip.c over generated objects:
+ *  - every older object that passes its schema converts into one that passes the hub schema, so
+ *    a field the hub requires must be required (or always produced) in the older version too;
+ *    a hub field that may travel in the annotation is required by a rule, not by the schema;
+ *  - an ambiguous older field (a boolean standing for the presence of a hub object) has a
+ *    schema default, so the older form is canonical and the round trip an identity;
+ *  - a hub object whose mere presence means something is flagged SCH_PRESENCE, so the
+ *    annotation never recreates it.
  */
 #ifndef GW_API_H
 #define GW_API_H

@@ -25,16 +25,28 @@ static cJSON *detach_prune(cJSON *obj, const char *path)
   return v;
 }
 
-static gw_rc move_all(cJSON *obj, const struct conv_move *moves, bool to_hub)
+/*
+ * Applies the renames. Towards an older version a rename may land on a path where the hub still
+ * has an object (v1alpha1 "spec.verification" is a string, the hub's "spec.verification" an
+ * object whose "mode" it receives): what remains of that object goes to the leftover at the same
+ * path, so it travels in the annotation instead of being overwritten.
+ */
+static gw_rc move_all(cJSON *obj, const struct conv_move *moves, bool to_hub, cJSON *leftover)
 {
   for(const struct conv_move *m = moves; m && m->old; m++) {
     const char *from = to_hub ? m->old : m->hub, *to = to_hub ? m->hub : m->old;
     cJSON *v = detach_prune(obj, from);
-    if(v) {
-      gw_rc rc = json_set(obj, to, v);
-      if(rc)
-        return rc;
-    }
+    if(!v)
+      continue;
+    gw_rc rc = GW_OK;
+    if(leftover && json_get(obj, to))
+      rc = json_set(leftover, to, detach_prune(obj, to));
+    if(!rc)
+      rc = json_set(obj, to, v);
+    else
+      cJSON_Delete(v);
+    if(rc)
+      return rc;
   }
   return GW_OK;
 }
@@ -93,7 +105,7 @@ static gw_rc to_hub(const struct api_kind *k, const struct api_version *v, cJSON
     if(!annotations->child)
       json_remove(obj, "metadata.annotations");
   }
-  gw_rc rc = move_all(obj, v->moves, true);
+  gw_rc rc = move_all(obj, v->moves, true, NULL);
   if(!rc && v->to_hub)
     rc = v->to_hub(obj);
   if(!rc && saved) {
@@ -123,14 +135,18 @@ static gw_rc split_part(cJSON *obj, const char *part, const struct sch_field *fi
   cJSON *o = cJSON_GetObjectItemCaseSensitive(obj, part);
   if(!cJSON_IsObject(o))
     return GW_OK;
-  cJSON *l = cJSON_CreateObject();
-  if(!l || !sch_split_unknown(fields, o, l)) {
-    cJSON_Delete(l);
+  cJSON *l = cJSON_GetObjectItemCaseSensitive(leftover, part);
+  bool fresh = !l;
+  if(fresh && !(l = cJSON_CreateObject()))
+    return GW_ENOMEM;
+  if(!sch_split_unknown(fields, o, l)) {
+    if(fresh)
+      cJSON_Delete(l);
     return GW_ENOMEM;
   }
-  if(l->child)
+  if(fresh && l->child)
     cJSON_AddItemToObject(leftover, part, l);
-  else
+  else if(fresh)
     cJSON_Delete(l);
   return GW_OK;
 }
@@ -138,14 +154,12 @@ static gw_rc split_part(cJSON *obj, const char *part, const struct sch_field *fi
 static gw_rc from_hub(const struct api_kind *k, const struct api_version *v, cJSON *obj,
                       char *err, size_t errlen)
 {
-  gw_rc rc = GW_OK;
-  if(v->from_hub)
+  cJSON *leftover = cJSON_CreateObject();
+  gw_rc rc = leftover ? GW_OK : GW_ENOMEM;
+  if(!rc && v->from_hub)
     rc = v->from_hub(obj);
   if(!rc)
-    rc = move_all(obj, v->moves, false);
-  cJSON *leftover = cJSON_CreateObject();
-  if(!leftover)
-    rc = GW_ENOMEM;
+    rc = move_all(obj, v->moves, false, leftover);
   if(!rc)
     rc = split_part(obj, "spec", v->spec, leftover);
   if(!rc)

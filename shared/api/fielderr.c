@@ -71,7 +71,7 @@ void ferrs_add_policy(struct ferrs *e, const char *field, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vadd(e, FE_FORBIDDEN, true, field, fmt, ap);
+  vadd(e, FERR_FORBIDDEN, true, field, fmt, ap);
   va_end(ap);
 }
 

@@ -16,19 +16,20 @@
 #include <stddef.h>
 
 #define FERR_TYPE_MAP(X)                                 \
-  X(FE_REQUIRED, "FieldValueRequired")                   \
-  X(FE_INVALID, "FieldValueInvalid")                     \
-  X(FE_NOT_SUPPORTED, "FieldValueNotSupported")          \
-  X(FE_FORBIDDEN, "FieldValueForbidden")                 \
-  X(FE_DUPLICATE, "FieldValueDuplicate")                 \
-  X(FE_TOO_LONG, "FieldValueTooLong")                    \
-  X(FE_TOO_MANY, "FieldValueTooMany")                    \
-  X(FE_TYPE, "FieldValueTypeInvalid")
+  X(FERR_REQUIRED, "FieldValueRequired")                   \
+  X(FERR_INVALID, "FieldValueInvalid")                     \
+  X(FERR_NOT_SUPPORTED, "FieldValueNotSupported")          \
+  X(FERR_FORBIDDEN, "FieldValueForbidden")                 \
+  X(FERR_DUPLICATE, "FieldValueDuplicate")                 \
+  X(FERR_TOO_LONG, "FieldValueTooLong")                    \
+  X(FERR_TOO_MANY, "FieldValueTooMany")                    \
+  X(FERR_TYPE, "FieldValueTypeInvalid")
 
 enum ferr_type {
 #define FERR_ENUM(name, reason) name,
   FERR_TYPE_MAP(FERR_ENUM)
 #undef FERR_ENUM
+  FERR_COUNT
 };
 
 struct ferr {

@@ -212,10 +212,14 @@ bool quantity_parse(const char *s, int64_t *out)
   }
   if(p == num || (p == num + 1 && *num == '.'))
     return false;
-  char *endnum;
-  double v = strtod(num, &endnum);
-  if(endnum != p)
+  /* The mantissa alone: strtod would also take an exponent, which is parsed below. */
+  char digits[64];
+  size_t dl = (size_t)(p - num);
+  if(dl >= sizeof(digits))
     return false;
+  memcpy(digits, num, dl);
+  digits[dl] = '\0';
+  double v = strtod(digits, NULL);
   double mul = 1;
   static const struct {
     const char *sfx;
@@ -226,7 +230,7 @@ bool quantity_parse(const char *s, int64_t *out)
     { "m", 1e-3 }, { "k", 1e3 }, { "M", 1e6 }, { "G", 1e9 }, { "T", 1e12 }, { "P", 1e15 },
     { "E", 1e18 },
   };
-  if(*p == 'e' || *p == 'E') {
+  if((*p == 'e' || *p == 'E') && p[1]) { /* a decimal exponent; "E" alone is exa */
     char *e;
     long x = strtol(p + 1, &e, 10);
     if(e == p + 1 || *e || (p[1] != '+' && p[1] != '-' && !isdigit((unsigned char)p[1])) ||

@@ -137,14 +137,14 @@ static const struct conv_move v1alpha1_aliases[] = {
 };
 
 static const struct rule rules[] = {
-  { "spec.podSelector.matchExpressions[*].values", FE_INVALID, check_expressions,
+  { "spec.podSelector.matchExpressions[*].values", FERR_INVALID, check_expressions,
     "In and NotIn need at least one value; Exists and DoesNotExist take none" },
-  { "spec.allowedModes", FE_REQUIRED, check_modes,
+  { "spec.allowedModes", FERR_REQUIRED, check_modes,
     "must list at least one mode (PreCopy or StopAndCopy); delete the policy to forbid "
     "migrations instead" },
-  { "spec.freezeBudget", FE_INVALID, check_freeze,
+  { "spec.freezeBudget", FERR_INVALID, check_freeze,
     "must be greater than zero: no migration can freeze a pod for no time" },
-  { "spec.freezeBudget", FE_FORBIDDEN, check_freeze_limit,
+  { "spec.freezeBudget", FERR_FORBIDDEN, check_freeze_limit,
     "must not exceed the admission policy's limits.maxFreezeBudgetMilliseconds", .policy = true },
   { 0 }
 };

@@ -177,7 +177,7 @@ static void check_string(const struct sch_field *f, const cJSON *v, const char *
   const char *s = v->valuestring;
   char *got = json_preview(v, 80);
   if(f->max_len && (int)strlen(s) > f->max_len)
-    ferrs_add(e, FE_TOO_LONG, path, "must be at most %d characters, got %zu", f->max_len,
+    ferrs_add(e, FERR_TOO_LONG, path, "must be at most %d characters, got %zu", f->max_len,
               strlen(s));
   else if(f->enums) {
     bool found = false;
@@ -189,12 +189,12 @@ static void check_string(const struct sch_field *f, const cJSON *v, const char *
       for(const char *const *p = f->enums; *p && off < sizeof(list); p++)
         off += (size_t)snprintf(list + off, sizeof(list) - off, "%s\"%s\"",
                                 p == f->enums ? "" : (p[1] ? ", " : " or "), *p);
-      ferrs_add(e, FE_NOT_SUPPORTED, path, "must be %s, got %s", list, got ? got : "?");
+      ferrs_add(e, FERR_NOT_SUPPORTED, path, "must be %s, got %s", list, got ? got : "?");
     }
   } else if(f->format) {
     const char *why = f->format->check(s);
     if(why)
-      ferrs_add(e, FE_INVALID, path, "%s, got %s", why, got ? got : "?");
+      ferrs_add(e, FERR_INVALID, path, "%s, got %s", why, got ? got : "?");
   }
   free(got);
 }
@@ -204,7 +204,7 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
 {
   int n = cJSON_GetArraySize(v);
   if(f->max_items && n > f->max_items)
-    ferrs_add(e, FE_TOO_MANY, path, "must have at most %d items, got %d", f->max_items, n);
+    ferrs_add(e, FERR_TOO_MANY, path, "must have at most %d items, got %d", f->max_items, n);
   char p[1024];
   int i = 0;
   for(const cJSON *c = v->child; c; c = c->next, i++) {
@@ -215,7 +215,7 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
       if(f->key_format) {
         const char *why = f->key_format->check(c->string);
         if(why)
-          ferrs_add(e, FE_INVALID, p, "key %s", why);
+          ferrs_add(e, FERR_INVALID, p, "key %s", why);
       }
     }
     check_value(f, f->item, c, p, e, w);
@@ -223,7 +223,7 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
       for(const cJSON *d = v->child; d != c; d = d->next)
         if(cJSON_Compare(c, d, 1)) {
           char *got = json_preview(c, 80);
-          ferrs_add(e, FE_DUPLICATE, p, "duplicate value %s: list each value once",
+          ferrs_add(e, FERR_DUPLICATE, p, "duplicate value %s: list each value once",
                     got ? got : "?");
           free(got);
           break;
@@ -238,7 +238,7 @@ static void check_value(const struct sch_field *f, enum sch_type t, const cJSON 
 {
   if(!type_ok(t, v)) {
     char *got = json_preview(v, 60);
-    ferrs_add(e, FE_TYPE, path, "must be %s, got %s %s", article_type(t), json_type_name(v),
+    ferrs_add(e, FERR_TYPE, path, "must be %s, got %s %s", article_type(t), json_type_name(v),
               got ? got : "");
     free(got);
     return;
@@ -250,26 +250,26 @@ static void check_value(const struct sch_field *f, enum sch_type t, const cJSON 
     break;
   case SCH_TIME:
     if(!is_rfc3339(v->valuestring))
-      ferrs_add(e, FE_INVALID, path, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z");
+      ferrs_add(e, FERR_INVALID, path, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z");
     break;
   case SCH_QUANTITY:
     if(cJSON_IsString(v)) {
       const char *why = fmt_quantity.check(v->valuestring);
       if(why)
-        ferrs_add(e, FE_INVALID, path, "%s, got \"%.60s\"", why, v->valuestring);
+        ferrs_add(e, FERR_INVALID, path, "%s, got \"%.60s\"", why, v->valuestring);
     } else if(v->valuedouble < 0)
-      ferrs_add(e, FE_INVALID, path, "must not be negative");
+      ferrs_add(e, FERR_INVALID, path, "must not be negative");
     break;
   case SCH_INT: {
     long long x = (long long)v->valuedouble;
     bool lo = !item && (f->flags & SCH_HAS_MIN) && x < f->min;
     bool hi = !item && (f->flags & SCH_HAS_MAX) && x > f->max;
     if((lo || hi) && (f->flags & SCH_HAS_MIN) && (f->flags & SCH_HAS_MAX))
-      ferrs_add(e, FE_INVALID, path, "must be between %lld and %lld, got %lld", f->min, f->max, x);
+      ferrs_add(e, FERR_INVALID, path, "must be between %lld and %lld, got %lld", f->min, f->max, x);
     else if(lo)
-      ferrs_add(e, FE_INVALID, path, "must be at least %lld, got %lld", f->min, x);
+      ferrs_add(e, FERR_INVALID, path, "must be at least %lld, got %lld", f->min, x);
     else if(hi)
-      ferrs_add(e, FE_INVALID, path, "must be at most %lld, got %lld", f->max, x);
+      ferrs_add(e, FERR_INVALID, path, "must be at most %lld, got %lld", f->max, x);
     break;
   }
   case SCH_OBJECT:
@@ -294,7 +294,7 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
     path_join(p, sizeof(p), path, f->name);
     if(!v || cJSON_IsNull(v)) {
       if(f->flags & SCH_REQUIRED)
-        ferrs_add(e, FE_REQUIRED, p, "is required");
+        ferrs_add(e, FERR_REQUIRED, p, "is required");
       continue;
     }
     check_value(f, f->type, v, p, e, w);
@@ -351,7 +351,9 @@ bool sch_split_unknown(const struct sch_field *fields, cJSON *obj, cJSON *leftov
   while(c) {
     cJSON *next = c->next;
     const struct sch_field *f = sch_find(fields, c->string);
-    if(!f) {
+    /* A name this version has with another shape (a hub object where the older version holds a
+     * string of the same name) cannot be held either. */
+    if(!f || !type_ok(f->type, c)) {
       cJSON *d = cJSON_DetachItemViaPointer(obj, c);
       cJSON_AddItemToObject(leftover, d->string, d);
     } else if(f->type == SCH_OBJECT && cJSON_IsObject(c) && f->fields) {

@@ -83,8 +83,8 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
 bool sch_default(const struct sch_field *fields, cJSON *obj);
 /* The row named name, or NULL. */
 const struct sch_field *sch_find(const struct sch_field *fields, const char *name);
-/* Detaches every member of obj that fields cannot hold (recursively) into *leftover, building
- * the same nesting there. Returns false on allocation failure. */
+/* Detaches every member of obj that fields cannot hold (recursively: an unknown name, or a known
+ * name with a value of another type) into *leftover, building the same nesting there. Returns false on allocation failure. */
 bool sch_split_unknown(const struct sch_field *fields, cJSON *obj, cJSON *leftover);
 /* The type name for docs and messages ("integer", "string", "map[string]string", ...). */
 const char *sch_type_name(const struct sch_field *f);

@@ -144,3 +144,17 @@ Test(migrationpolicy, conversion_keeps_what_v1alpha1_cannot_hold)
   cJSON_Delete(o);
   cJSON_Delete(orig);
 }
+
+Test(migrationpolicy, hub_fields_in_the_annotation_are_checked_too)
+{
+  struct api_result r;
+  t_admit(&r, API_CREATE, G, "MigrationPolicy",
+          "{\"apiVersion\":\"" G "/v1alpha1\",\"kind\":\"MigrationPolicy\",\"metadata\":{\"name\":\"p\","
+          "\"annotations\":{\"godwit.dev/v1beta1-fields\":"
+          "\"{\\\"spec\\\":{\\\"destinationNodeSelector\\\":{\\\"zone\\\":7}}}\"}},"
+          "\"spec\":{\"selector\":{}}}", NULL, &T_ALICE, NULL);
+  t_expect_cause(&r, "metadata.annotations[godwit.dev/v1beta1-fields]", "FieldValueTypeInvalid");
+  t_expect_message(&r, "metadata.annotations[godwit.dev/v1beta1-fields]",
+                   "spec.destinationNodeSelector[zone]");
+  api_result_release(&r);
+}

@@ -1,0 +1,245 @@
+/* What the ptah.run kinds share (see ptah_common.h). */
+#include "api/ptah_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api/podmeta.h"
+#include "json.h"
+
+const struct sch_field ptah_database_fields[] = {
+  { .name = "connectionSecretRef", .type = SCH_OBJECT, .flags = SCH_REQUIRED,
+    .fields = sch_secret_key_ref_fields,
+    .desc = "The Secret, in this namespace, whose key holds the PostgreSQL connection URI of the "
+            "database. The role in the URI needs the privileges the changes need; the URI never "
+            "appears in logs, Events or status." },
+  { 0 }
+};
+
+static const struct sch_field pod_metadata_fields[] = {
+  { .name = "labels", .type = SCH_MAP, .item = SCH_STRING, .key_format = &fmt_qualified_name,
+    .format = &fmt_label_value, .max_items = 64,
+    .desc = "Labels added to runner Pods, for example what a namespace policy requires. Keys "
+            "under ptah.run/, operator.ptah.run/, kubernetes.io/, k8s.io/ and godwit.dev/ (and "
+            "their subdomains) are reserved; the admission policy may restrict the rest." },
+  { .name = "annotations", .type = SCH_MAP, .item = SCH_STRING,
+    .key_format = &fmt_qualified_name, .max_items = 64,
+    .desc = "Annotations added to runner Pods, at most 256 KiB of keys and values. The same "
+            "reserved prefixes and admission policy apply as for labels." },
+  { 0 }
+};
+
+const struct sch_field ptah_execution_fields[] = {
+  { .name = "runnerImage", .type = SCH_STRING, .format = &fmt_image,
+    .desc = "The Ptah runner image that executes this resource's operations. Empty: the runner "
+            "of the installed godwit release. Pin a tag or digest: changing the runner retires "
+            "the evidence it produced (ExecutionBindingChanged)." },
+  { .name = "podMetadata", .type = SCH_OBJECT, .fields = pod_metadata_fields,
+    .desc = "Labels and annotations runner Pods must carry, declared here because a Pod another "
+            "mutating webhook alters is refused (PodAdmissionRefused)." },
+  { .name = "serviceAccountName", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,
+    .desc = "The service account runner Pods run as; bind it to the ClusterRole godwit-runner "
+            "in this namespace so the runner can deliver its results. Empty: godwit-runner, "
+            "which the controller creates and binds itself." },
+  { 0 }
+};
+
+const char *const ptah_operation_types[] = { "Plan", "Apply", "Observe", NULL };
+
+const struct sch_field ptah_operation_fields[] = {
+  { .name = "id", .type = SCH_STRING, .format = &fmt_dns1123_label,
+    .desc = "The operation id; its Job, result record and Events carry it." },
+  { .name = "type", .type = SCH_STRING, .enums = ptah_operation_types,
+    .desc = "Plan (read-only: computes the plan), Apply (changes the database) or Observe "
+            "(read-only: establishes what the database holds)." },
+  { .name = "jobName", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,
+    .desc = "The runner Job executing the operation." },
+  { .name = "attempt", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 1,
+    .desc = "Which attempt of the operation this is, from 1." },
+  { .name = "startedAt", .type = SCH_TIME, .desc = "When the Job was created." },
+  { 0 }
+};
+
+const char *ptah_user(const struct api_ctx *c)
+{
+  if(!c->user || !c->user->username || !*c->user->username)
+    return NULL;
+  return c->user->username;
+}
+
+/* Deep equality, each member compared once. Not cJSON_Compare: it compares every object member
+ * twice, which doubles at each level, and specs reach here with unknown fields of any depth. */
+static bool equal(const cJSON *a, const cJSON *b)
+{
+  if((a->type & 0xFF) != (b->type & 0xFF))
+    return false;
+  if(cJSON_IsNumber(a))
+    return a->valuedouble == b->valuedouble;
+  if(cJSON_IsString(a))
+    return !strcmp(a->valuestring, b->valuestring);
+  if(cJSON_IsArray(a)) {
+    const cJSON *x = a->child, *y = b->child;
+    for(; x && y; x = x->next, y = y->next)
+      if(!equal(x, y))
+        return false;
+    return !x && !y;
+  }
+  if(cJSON_IsObject(a)) {
+    int na = 0, nb = 0;
+    for(const cJSON *x = a->child; x; x = x->next, na++) {
+      const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+      if(!y || !equal(x, y))
+        return false;
+    }
+    for(const cJSON *y = b->child; y; y = y->next, nb++)
+      if(!cJSON_GetObjectItemCaseSensitive(a, y->string))
+        return false;
+    return na == nb;
+  }
+  return true; /* true, false, null */
+}
+
+bool ptah_json_equal(const cJSON *a, const cJSON *b)
+{
+  if(cJSON_IsNull(a))
+    a = NULL;
+  if(cJSON_IsNull(b))
+    b = NULL;
+  if(!a || !b)
+    return a == b;
+  return equal(a, b);
+}
+
+bool ptah_spec_changed(const struct api_ctx *c)
+{
+  if(c->op != API_UPDATE || !c->old)
+    return true;
+  return !ptah_json_equal(json_get(c->old, "spec"), json_get(c->obj, "spec"));
+}
+
+bool ptah_unchanged(const struct api_ctx *c, const char *path)
+{
+  return c->op == API_UPDATE && c->old &&
+         ptah_json_equal(json_get(c->old, path), json_get(c->obj, path));
+}
+
+/* Empty: absent, null or "". */
+static bool is_empty(const cJSON *v)
+{
+  return !v || cJSON_IsNull(v) || (cJSON_IsString(v) && !*v->valuestring);
+}
+
+gw_rc ptah_stamp(const struct api_ctx *c, cJSON *obj, const char *path, const char *value)
+{
+  if(!is_empty(json_get(obj, path)))
+    return GW_OK;
+  const char *v = NULL;
+  if(c->op == API_CREATE)
+    v = value;
+  else if(c->op == API_UPDATE)
+    v = json_get_str(c->old, path);
+  if(!v || !*v)
+    return GW_OK;
+  return json_set_str(obj, path, v);
+}
+
+gw_rc ptah_stamp_user(const struct api_ctx *c, cJSON *obj, const char *path)
+{
+  return ptah_stamp(c, obj, path, ptah_user(c));
+}
+
+void ptah_check_runner_image(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(!ptah_unchanged(c, r->field))
+    podmeta_check_image(json_get_str(c->obj, r->field), r->field, c->policy, e);
+}
+
+void ptah_check_pod_metadata(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(!ptah_unchanged(c, r->field))
+    podmeta_check(json_get(c->obj, r->field), r->field, c->policy, e);
+}
+
+void ptah_check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(c->op == API_UPDATE && c->old &&
+     !ptah_json_equal(json_get(c->old, r->field), json_get(c->obj, r->field)))
+    rule_fail(e, r);
+}
+
+void ptah_check_stamped(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(c->op == API_CREATE && is_empty(json_get(c->obj, r->field)))
+    rule_fail(e, r);
+}
+
+void ptah_check_not_forged(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  const char *user = ptah_user(c);
+  const char *v = json_get_str(c->obj, r->field);
+  if(c->op == API_CREATE && user && v && *v && strcmp(v, user))
+    rule_failf(e, r, NULL, "must be the authenticated user \"%s\", got \"%.200s\": %s", user, v,
+               r->msg);
+}
+
+void ptah_check_approver(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  const char *user = ptah_user(c);
+  if(c->op != API_CREATE || !user || !c->policy)
+    return;
+  if(!policy_is_approver(c->policy, user, c->user->groups, c->user->ngroups))
+    rule_failf(e, r, NULL, "user \"%s\" %s", user, r->msg);
+}
+
+void ptah_warn_runner_image(const struct api_ctx *c, struct strlist *w)
+{
+  const char *image = json_get_str(c->obj, "spec.execution.runnerImage");
+  if(!image || strchr(image, '@') || ptah_unchanged(c, "spec.execution.runnerImage"))
+    return;
+  const char *slash = strrchr(image, '/');
+  const char *colon = strrchr(slash ? slash : image, ':');
+  if(colon && strcmp(colon + 1, "latest"))
+    return;
+  strlist_addf(w, "runnerImage \"%.80s\" %s: the runner may change between a plan and its "
+               "apply; pin a tag or digest (a new runner retires its evidence: "
+               "ExecutionBindingChanged)",
+               image, colon ? "uses the tag \"latest\"" : "has no tag");
+}
+
+/* Detaches path and removes the parents the removal left empty, but never a top-level member. */
+static cJSON *detach_prune(cJSON *obj, const char *path)
+{
+  cJSON *v = json_detach(obj, path);
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", path);
+  for(char *dot = strrchr(buf, '.'); v && dot; dot = strrchr(buf, '.')) {
+    *dot = '\0';
+    const cJSON *parent = json_get(obj, buf);
+    if(!strchr(buf, '.') || !cJSON_IsObject(parent) || parent->child)
+      break;
+    json_remove(obj, buf);
+  }
+  return v;
+}
+
+gw_rc ptah_bool_to_enum(cJSON *obj, const char *bool_path, const char *enum_path,
+                        const char *if_true, const char *if_false)
+{
+  if(!cJSON_IsBool(json_get(obj, bool_path)))
+    return GW_OK;
+  cJSON *b = detach_prune(obj, bool_path);
+  bool t = cJSON_IsTrue(b);
+  cJSON_Delete(b);
+  return json_set_str(obj, enum_path, t ? if_true : if_false);
+}
+
+gw_rc ptah_enum_to_bool(cJSON *obj, const char *enum_path, const char *bool_path,
+                        const char *if_true, const char *if_false)
+{
+  const char *s = json_get_str(obj, enum_path);
+  if(!s || (strcmp(s, if_true) && strcmp(s, if_false)))
+    return GW_OK;
+  bool t = !strcmp(s, if_true);
+  cJSON_Delete(detach_prune(obj, enum_path));
+  return json_set(obj, bool_path, cJSON_CreateBool(t));
+}

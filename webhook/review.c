@@ -1,0 +1,334 @@
+#include "review.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "arena.h"
+#include "json.h"
+#include "log.h"
+#include "policystore.h"
+#include "response.h"
+#include "runnerpod.h"
+
+#define ARENA_LIMIT (64u << 20)
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Prints v into a malloc'd HTTP body (the server frees it with free()). */
+static void reply_json(struct http_response *resp, const cJSON *v)
+{
+  char *text = cJSON_PrintUnformatted(v);
+  if(!text) {
+    http_status_response(resp, 500, "InternalError", "out of memory building the response");
+    return;
+  }
+  size_t n = strlen(text);
+  resp->body = malloc(n + 1);
+  if(!resp->body) {
+    cJSON_free(text);
+    http_status_response(resp, 500, "InternalError", "out of memory building the response");
+    return;
+  }
+  memcpy(resp->body, text, n + 1);
+  resp->len = n;
+  resp->status = 200;
+  resp->content_type = "application/json";
+  cJSON_free(text);
+}
+
+static void bad_request(struct http_response *resp, const char *msg)
+{
+  metrics_http_refusal(400);
+  http_status_response(resp, 400, "BadRequest", msg);
+}
+
+static enum api_op parse_op(const char *s, bool *ok)
+{
+  *ok = true;
+  if(!strcmp(s, "CREATE"))
+    return API_CREATE;
+  if(!strcmp(s, "UPDATE"))
+    return API_UPDATE;
+  if(!strcmp(s, "DELETE"))
+    return API_DELETE;
+  if(!strcmp(s, "CONNECT"))
+    return API_CONNECT;
+  *ok = false;
+  return API_CONNECT;
+}
+
+/* Checks the envelope; returns the review's top object or NULL with resp filled. */
+static cJSON *decode(const struct http_request *req, const char *want_kind, const char *want_av,
+                     struct http_response *resp)
+{
+  cJSON *doc;
+  char err[160];
+  if(json_parse_strict(req->body, req->len, &doc, err, sizeof(err))) {
+    bad_request(resp, err);
+    return NULL;
+  }
+  const char *av = json_get_str(doc, "apiVersion"), *kind = json_get_str(doc, "kind");
+  if(!cJSON_IsObject(doc) || !av || !kind || strcmp(kind, want_kind) || strcmp(av, want_av)) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "expected a %s %s, got %.60s %.60s%s", want_av, want_kind,
+             av ? av : "(no apiVersion)", kind ? kind : "(no kind)",
+             av && !strcmp(want_kind, "AdmissionReview") && !strcmp(av, "admission.k8s.io/v1beta1")
+               ? ": set admissionReviewVersions: [v1] in the webhook configuration"
+               : "");
+    bad_request(resp, msg);
+    cJSON_Delete(doc);
+    return NULL;
+  }
+  return doc;
+}
+
+struct decoded_user {
+  struct api_user user;
+  const char *groups[64];
+};
+
+static void decode_user(const cJSON *ui, struct decoded_user *du)
+{
+  memset(du, 0, sizeof(*du));
+  du->user.username = json_get_str(ui, "username");
+  if(!du->user.username)
+    du->user.username = "";
+  du->user.uid = json_get_str(ui, "uid");
+  const cJSON *g;
+  cJSON_ArrayForEach(g, json_get(ui, "groups"))
+  {
+    if(cJSON_IsString(g) && du->user.ngroups < 64)
+      du->groups[du->user.ngroups++] = g->valuestring;
+  }
+  du->user.groups = du->groups;
+  du->user.extra = json_get(ui, "extra");
+}
+
+static enum wh_verdict admit(enum wh_endpoint ep, const cJSON *rq, const struct adm_subject *subj,
+                             enum api_op op, cJSON **out)
+{
+  const struct api_kind *k = api_find_kind(subj->group, subj->kind);
+  const char *sub = json_get_str(rq, "subResource");
+  bool is_pod = !*subj->group && !strcmp(subj->kind, "Pod");
+  if((sub && *sub) || (!k && !is_pod) || (is_pod && ep != EP_VALIDATE)) {
+    *out = response_allowed(subj, NULL, NULL);
+    return V_IGNORED;
+  }
+  const cJSON *obj = json_get(rq, "object");
+  if(cJSON_IsNull(obj))
+    obj = NULL;
+  if(is_pod) {
+    struct ferrs e;
+    ferrs_init(&e);
+    if(op == API_CREATE && obj)
+      runnerpod_check(obj, &e);
+    enum wh_verdict v = e.n ? V_DENIED : V_ALLOWED;
+    *out = e.n ? response_denied(subj, &e, NULL) : response_allowed(subj, NULL, NULL);
+    ferrs_release(&e);
+    return v;
+  }
+  struct policy_ref pol = policy_store_acquire();
+  if(!pol.policy) {
+    *out = response_error(subj, 503, "ServiceUnavailable",
+                          "the godwit admission policy is not loaded yet; retry shortly");
+    return V_ERROR;
+  }
+  struct decoded_user du;
+  decode_user(json_get(rq, "userInfo"), &du);
+  const cJSON *old = json_get(rq, "oldObject");
+  struct api_request ar = {
+    .kind = k,
+    .obj = obj,
+    .old = cJSON_IsNull(old) ? NULL : old,
+    .op = op,
+    .user = &du.user,
+    .policy = pol.policy,
+    .dry_run = json_get_bool(rq, "dryRun", false),
+    .request_version = json_get_str(rq, "requestKind.version"),
+  };
+  struct api_result res;
+  api_result_init(&res);
+  gw_rc rc = ep == EP_MUTATE ? api_mutate(&ar, &res) : api_validate(&ar, &res);
+  enum wh_verdict v;
+  if(rc) {
+    *out = response_error(subj, 500, "InternalError", gw_strerror(rc));
+    v = V_ERROR;
+  } else if(res.errs.n) {
+    *out = response_denied(subj, &res.errs, &res.warns);
+    v = V_DENIED;
+  } else {
+    *out = response_allowed(subj, res.patch, &res.warns);
+    v = res.patch ? V_PATCHED : V_ALLOWED;
+  }
+  api_result_release(&res);
+  policy_store_release(pol);
+  return v;
+}
+
+static const char *object_name(const cJSON *rq)
+{
+  const char *n = json_get_str(rq, "name");
+  if(n && *n)
+    return n;
+  n = json_get_str(rq, "object.metadata.name");
+  if(n && *n)
+    return n;
+  n = json_get_str(rq, "object.metadata.generateName");
+  return n ? n : "";
+}
+
+static void admission(enum wh_endpoint ep, const struct http_request *req,
+                      struct http_response *resp, double t0)
+{
+  cJSON *doc = decode(req, "AdmissionReview", "admission.k8s.io/v1", resp);
+  if(!doc)
+    return;
+  const cJSON *rq = json_get(doc, "request");
+  const char *uid = json_get_str(rq, "uid");
+  const char *opname = json_get_str(rq, "operation");
+  const char *group = json_get_str(rq, "kind.group"), *kind = json_get_str(rq, "kind.kind");
+  bool op_ok = false;
+  enum api_op op = opname ? parse_op(opname, &op_ok) : API_CONNECT;
+  const char *problem = !cJSON_IsObject(rq)       ? "the AdmissionReview has no request"
+                        : !uid || !*uid           ? "request.uid is missing"
+                        : !op_ok                  ? "request.operation must be CREATE, UPDATE, DELETE or CONNECT"
+                        : !group || !kind         ? "request.kind must have group and kind"
+                        : NULL;
+  if(problem) {
+    bad_request(resp, problem);
+    cJSON_Delete(doc);
+    return;
+  }
+  struct adm_subject subj = { uid, group, kind, object_name(rq) };
+  cJSON *out = NULL;
+  enum wh_verdict v = admit(ep, rq, &subj, op, &out);
+  reply_json(resp, out);
+  double dt = now_s() - t0;
+  metrics_request(ep, kind, opname, v, dt);
+  if(log_enabled(LOG_DEBUG)) {
+    static const char *const vn[] = { "allowed", "patched", "denied", "ignored", "error" };
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%.3f", dt * 1000);
+    log_kv(LOG_DEBUG, "admission", "endpoint", ep == EP_MUTATE ? "mutate" : "validate", "uid",
+           uid, "kind", kind, "operation", opname, "namespace", json_get_str(rq, "namespace"),
+           "name", subj.name, "user", json_get_str(rq, "userInfo.username"), "verdict", vn[v],
+           "ms", ms, LOG_END);
+  }
+  cJSON_Delete(out);
+  cJSON_Delete(doc);
+}
+
+void review_admission(enum wh_endpoint ep, const struct http_request *req,
+                      struct http_response *resp)
+{
+  double t0 = now_s();
+  struct arena a;
+  arena_init(&a, 32768, ARENA_LIMIT);
+  struct arena *prev = arena_activate(&a);
+  admission(ep, req, resp, t0);
+  arena_activate(prev);
+  arena_release(&a);
+}
+
+/* Converts one object; on failure fills err naming the object. */
+static gw_rc convert_one(cJSON *obj, const char *desired, char *err, size_t errlen)
+{
+  const char *av = json_get_str(obj, "apiVersion"), *kind = json_get_str(obj, "kind");
+  const char *ns = json_get_str(obj, "metadata.namespace"), *name = json_get_str(obj, "metadata.name");
+  char who[200];
+  snprintf(who, sizeof(who), "%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "",
+           name ? name : "(unnamed)");
+  if(!av || !kind) {
+    snprintf(err, errlen, "%s: apiVersion and kind are required", who);
+    return GW_EINVAL;
+  }
+  const char *slash = strchr(av, '/');
+  char group[128];
+  snprintf(group, sizeof(group), "%.*s", slash ? (int)(slash - av) : 0, av);
+  const struct api_kind *k = api_find_kind(group, kind);
+  if(!k) {
+    snprintf(err, errlen, "%s: %s %s is not a kind this webhook converts", who, av, kind);
+    return GW_EUNSUPPORTED;
+  }
+  char why[256];
+  gw_rc rc = api_convert(k, obj, desired, why, sizeof(why));
+  if(rc)
+    snprintf(err, errlen, "%s: %s", who, why);
+  return rc;
+}
+
+static void conversion(const struct http_request *req, struct http_response *resp, double t0)
+{
+  cJSON *doc = decode(req, "ConversionReview", "apiextensions.k8s.io/v1", resp);
+  if(!doc)
+    return;
+  cJSON *rq = json_get_mut(doc, "request");
+  const char *uid = json_get_str(rq, "uid");
+  const char *desired = json_get_str(rq, "desiredAPIVersion");
+  cJSON *objects = json_get_mut(rq, "objects");
+  const char *problem = !cJSON_IsObject(rq)        ? "the ConversionReview has no request"
+                        : !uid || !*uid            ? "request.uid is missing"
+                        : !desired || !*desired    ? "request.desiredAPIVersion is missing"
+                        : !cJSON_IsArray(objects)  ? "request.objects must be a list"
+                        : NULL;
+  if(problem) {
+    bad_request(resp, problem);
+    cJSON_Delete(doc);
+    return;
+  }
+  char err[512] = "";
+  gw_rc rc = GW_OK;
+  const char *kind = NULL;
+  cJSON *o;
+  cJSON_ArrayForEach(o, objects)
+  {
+    if(!kind)
+      kind = json_get_str(o, "kind");
+    if(!cJSON_IsObject(o)) {
+      snprintf(err, sizeof(err), "request.objects: every item must be an object");
+      rc = GW_EINVAL;
+    } else
+      rc = convert_one(o, desired, err, sizeof(err));
+    if(rc)
+      break;
+  }
+  cJSON *out = cJSON_CreateObject();
+  cJSON_AddStringToObject(out, "apiVersion", "apiextensions.k8s.io/v1");
+  cJSON_AddStringToObject(out, "kind", "ConversionReview");
+  cJSON *r = cJSON_AddObjectToObject(out, "response");
+  cJSON_AddStringToObject(r, "uid", uid);
+  cJSON *result = cJSON_AddObjectToObject(r, "result");
+  if(rc) {
+    cJSON_AddStringToObject(result, "status", "Failure");
+    cJSON_AddStringToObject(result, "message", err);
+    cJSON_AddItemToObject(r, "convertedObjects", cJSON_CreateArray());
+  } else {
+    cJSON_AddStringToObject(result, "status", "Success");
+    cJSON_AddItemToObject(r, "convertedObjects", cJSON_DetachItemViaPointer(rq, objects));
+  }
+  reply_json(resp, out);
+  metrics_request(EP_CONVERT, kind, "CONVERT", rc ? V_DENIED : V_ALLOWED, now_s() - t0);
+  if(rc)
+    log_kv(LOG_INFO, "conversion refused", "uid", uid, "reason", err, LOG_END);
+  cJSON_Delete(out);
+  cJSON_Delete(doc);
+}
+
+void review_conversion(const struct http_request *req, struct http_response *resp)
+{
+  double t0 = now_s();
+  struct arena a;
+  arena_init(&a, 65536, ARENA_LIMIT);
+  struct arena *prev = arena_activate(&a);
+  conversion(req, resp, t0);
+  arena_activate(prev);
+  arena_release(&a);
+}
