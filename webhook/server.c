@@ -22,6 +22,7 @@ struct req_state {
   const struct http_route *route;
   struct strbuf body;
   int refuse; /* an HTTP status decided before the handler, or 0 */
+  bool drain_too_big; /* a 413 whose body is too large even to read and drop */
   const char *refuse_reason;
   char refuse_msg[160];
 };
@@ -82,8 +83,19 @@ static bool is_json(const char *ct)
 }
 
 /* First call for a request: route it and decide what can be refused from the headers. */
+static void route(struct server *s, struct req_state *st, struct MHD_Connection *c,
+                  const char *url, const char *method);
+
 static void first_call(struct server *s, struct req_state *st, struct MHD_Connection *c,
                        const char *url, const char *method)
+{
+  route(s, st, c, url, method);
+  const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  st->drain_too_big = cl && strtoull(cl, NULL, 10) > 16 * (unsigned long long)s->opts.body_limit;
+}
+
+static void route(struct server *s, struct req_state *st, struct MHD_Connection *c,
+                  const char *url, const char *method)
 {
   const struct http_route *path_match = NULL;
   for(const struct http_route *r = s->opts.routes; r->path; r++) {
@@ -132,7 +144,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     strbuf_init(&st->body, s->opts.body_limit);
     *con_cls = st;
     first_call(s, st, c, url, method);
-    if(st->refuse == 404 || st->refuse == 405 || st->refuse == 413 || st->refuse == 415) {
+    /* A refused request's body is read and dropped, so a client still sending sees the
+     * answer; one far too large to drain is answered at once and the connection closed. */
+    if(st->refuse && st->drain_too_big) {
       struct http_response r = { 0 };
       http_status_response(&r, st->refuse, st->refuse_reason, st->refuse_msg);
       metrics_http_refusal(st->refuse);

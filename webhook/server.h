@@ -5,7 +5,10 @@
  *
  * Before a handler runs, the server has already refused, with a JSON Status body:
  *   404 unknown path, 405 wrong method (with Allow), 415 a body route without application/json,
- *   413 a body above the limit (at once when Content-Length says so, else when it passes it).
+ *   413 a body above the limit (known from Content-Length, or when a chunked body passes it).
+ * The body of a refused request is read and dropped before the answer, so a client still
+ * sending sees it; a body above 16 times the limit is answered at once and the connection
+ * closed.
  * The query string (kube-apiserver appends ?timeout=10s) is ignored. Connections idle for longer
  * than the connection timeout are closed, so a client that sends headers and stalls holds no
  * thread: the daemon is event driven (epoll) with a fixed pool of threads.

@@ -272,3 +272,23 @@ Test(tls, ready_only_once_a_certificate_appears, .timeout = 30)
   wh_stop(&x);
   free(wh_sh("rm -rf %s", dir));
 }
+
+Test(tls, a_body_far_above_the_limit_is_refused_before_it_is_sent, .init = up, .fini = down)
+{
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  SSL *ssl = SSL_new(ctx);
+  int fd = tcp_connect(w.port);
+  SSL_set_fd(ssl, fd);
+  cr_assert_eq(SSL_connect(ssl), 1);
+  const char *hdr = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    "Content-Length: 1073741824\r\n\r\n";
+  cr_assert_gt(SSL_write(ssl, hdr, (int)strlen(hdr)), 0);
+  char buf[2048] = "";
+  int n = SSL_read(ssl, buf, sizeof(buf) - 1);
+  cr_assert_gt(n, 0, "no answer to a 1 GiB announcement");
+  buf[n] = '\0';
+  cr_assert(strstr(buf, "HTTP/1.1 413"), "%s", buf);
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  close(fd);
+}
