@@ -39,8 +39,14 @@ until curl -sf --cacert "$work/certs/ca.crt" "https://localhost:$port/readyz" >/
 done
 echo "ready on port $port"
 
+# Sends a sample as the user (and bound-token extras) its header names, default alice.
 admit() {
-  "$build/godwit-admit" --url "https://localhost:$port" --ca "$work/certs/ca.crt" "$@" || true
+  f=$1; shift
+  user=$(sed -n 's/^# user: //p' "$f" | head -1)
+  set -- --user "${user:-alice}" "$@"
+  for e in $(sed -n 's/^# extra: //p' "$f"); do set -- "$@" --extra "$e"; done
+  "$build/godwit-admit" --url "https://localhost:$port" --ca "$work/certs/ca.crt" \
+    --group db-approvers "$@" --file "$f" || true
 }
 
 say "valid samples: defaulted by /mutate, admitted by /validate"
@@ -50,7 +56,7 @@ for f in manifests/samples/*.yaml; do
   grep -qE '^kind: (Migration|Ptah|PodMigration|MigrationPolicy)' "$f" || continue
   echo
   echo "-- $f"
-  admit --group db-approvers --file "$f"
+  admit "$f"
 done
 
 say "refused samples: what kubectl apply would print"
@@ -58,8 +64,7 @@ for f in manifests/samples/refused/*.yaml; do
   [ -f "$f" ] || continue
   echo
   echo "-- $f: $(sed -n '1s/^# //p' "$f")"
-  user=$(sed -n 's/^# user: //p' "$f" | head -1)
-  admit --user "${user:-alice}" --group db-approvers --quiet --file "$f"
+  admit "$f" --quiet
 done
 
 say "metrics after the demo"

@@ -2,11 +2,12 @@
  * godwit-admit: sends the objects of a YAML file to a running godwit webhook the way
  * kube-apiserver would (AdmissionReview v1 to /mutate, the patched object to /validate) and
  * prints what came back: the patch, the warnings, the verdict and the denial message.
- * One document is a CREATE; two documents of the same object are the stored object and the
- * UPDATE. Used by the local demo and handy for trying a policy.
+ * Documents of other kinds (Secrets, ConfigMaps) are skipped; each godwit object is a CREATE,
+ * except that two documents of the same object are the stored object and its UPDATE. Used by
+ * the local demo and handy for trying a policy.
  *
  *   godwit-admit --url https://127.0.0.1:9443 --ca build/certs/ca.crt [--user alice]
- *                [--group db-approvers ...] FILE.yaml
+ *                [--group db-approvers ...] [--extra key=value ...] --file FILE.yaml
  */
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "config.h"
 #include "json.h"
 #include "jsonpatch.h"
@@ -26,6 +28,7 @@ struct admit_config {
   const char *ca;
   const char *user;
   const char *groups[CFG_MAX_LIST];
+  const char *extra[CFG_MAX_LIST];
   const char *file;
   int quiet;
 };
@@ -36,6 +39,8 @@ static const struct cfg_opt options[] = {
   { "ca", NULL, CFG_STR, "build/certs/ca.crt", 0, 0, O(ca), "CA bundle to verify the webhook" },
   { "user", NULL, CFG_STR, "alice", 0, 0, O(user), "userInfo.username of the request" },
   { "group", NULL, CFG_STRLIST, NULL, 0, 0, O(groups), "userInfo.groups (repeatable)" },
+  { "extra", NULL, CFG_STRLIST, NULL, 0, 0, O(extra),
+    "userInfo.extra entry key=value (repeatable), e.g. a bound token's pod-name" },
   { "file", NULL, CFG_STR, NULL, 0, 0, O(file), "the YAML file to admit" },
   { "quiet", NULL, CFG_BOOL, NULL, 0, 0, O(quiet), "print only the verdict line" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
@@ -120,6 +125,18 @@ static cJSON *build_review(const struct admit_config *c, const char *op, const c
   for(int i = 0; c->groups[i]; i++)
     cJSON_AddItemToArray(g, cJSON_CreateString(c->groups[i]));
   cJSON_AddItemToArray(g, cJSON_CreateString("system:authenticated"));
+  cJSON *extra = cJSON_AddObjectToObject(ui, "extra");
+  for(int i = 0; c->extra[i]; i++) {
+    const char *eq = strchr(c->extra[i], '=');
+    if(!eq)
+      continue;
+    char key[256];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - c->extra[i]), c->extra[i]);
+    cJSON *vals = cJSON_GetObjectItemCaseSensitive(extra, key);
+    if(!vals)
+      vals = cJSON_AddArrayToObject(extra, key);
+    cJSON_AddItemToArray(vals, cJSON_CreateString(eq + 1));
+  }
   cJSON_AddItemToObject(q, "object", cJSON_Duplicate(obj, 1));
   cJSON_AddItemToObject(q, "oldObject", old ? cJSON_Duplicate(old, 1) : cJSON_CreateNull());
   cJSON_AddFalseToObject(q, "dryRun");
@@ -166,42 +183,39 @@ static void print_warnings(const cJSON *resp)
     printf("  Warning: %s\n", w->valuestring);
 }
 
-int main(int argc, char **argv)
+static bool is_ours(const cJSON *o)
 {
-  struct admit_config c;
-  char err[256];
-  gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));
-  if(rc == GW_ENOTFOUND) {
-    cfg_usage(stdout, "godwit-admit", "Sends a YAML object to a godwit webhook as kube-apiserver would.", options);
-    return 0;
-  }
-  if(rc || !c.file) {
-    fprintf(stderr, "godwit-admit: %s\n", rc ? err : "--file is required");
-    return 2;
-  }
-  cJSON *docs;
-  if(yamldoc_parse_file(c.file, &docs, err, sizeof(err))) {
-    fprintf(stderr, "godwit-admit: %s\n", err);
-    return 2;
-  }
-  int n = cJSON_GetArraySize(docs);
-  if(n < 1 || n > 2) {
-    fprintf(stderr, "godwit-admit: %s: expected one document (create) or two (stored, update)\n", c.file);
-    return 2;
-  }
-  cJSON *old = n == 2 ? cJSON_Duplicate(cJSON_GetArrayItem(docs, 0), 1) : NULL;
-  cJSON *obj = cJSON_Duplicate(cJSON_GetArrayItem(docs, n - 1), 1);
-  const char *op = old ? "UPDATE" : "CREATE";
-  printf("%s %s %s/%s (as %s):\n", op, json_get_str(obj, "kind"),
-         json_get_str(obj, "metadata.namespace") ? json_get_str(obj, "metadata.namespace") : "default",
-         json_get_str(obj, "metadata.name"), c.user);
+  const char *av = json_get_str(o, "apiVersion"), *kind = json_get_str(o, "kind");
+  const char *slash = av ? strchr(av, '/') : NULL;
+  if(!slash || !kind)
+    return false;
+  char group[128];
+  snprintf(group, sizeof(group), "%.*s", (int)(slash - av), av);
+  return api_find_kind(group, kind) != NULL;
+}
+
+static bool same_object(const cJSON *a, const cJSON *b)
+{
+  const char *ka = json_get_str(a, "kind"), *kb = json_get_str(b, "kind");
+  const char *na = json_get_str(a, "metadata.name"), *nb = json_get_str(b, "metadata.name");
+  return ka && kb && na && nb && !strcmp(ka, kb) && !strcmp(na, nb);
+}
+
+/* Sends one object through /mutate then /validate; 0 admitted, 3 refused, 1 error. */
+static int admit_one(const struct admit_config *c, const cJSON *sent, const cJSON *old_sent)
+{
+  cJSON *obj = cJSON_Duplicate(sent, 1);
+  const char *op = old_sent ? "UPDATE" : "CREATE";
+  const char *ns = json_get_str(obj, "metadata.namespace");
+  printf("%s %s %s/%s (as %s):\n", op, json_get_str(obj, "kind"), ns ? ns : "default",
+         json_get_str(obj, "metadata.name"), c->user);
   int code = 1;
-  cJSON *rv = build_review(&c, op, obj, old, 1);
-  cJSON *mresp = post(&c, "/mutate", rv);
+  cJSON *rv = build_review(c, op, obj, old_sent, 1);
+  cJSON *mresp = post(c, "/mutate", rv);
   cJSON_Delete(rv);
-  if(mresp && cJSON_IsTrue(json_get(mresp, "response.allowed")) && !apply_patch(mresp, &obj, c.quiet)) {
-    rv = build_review(&c, op, obj, old, 2);
-    cJSON *vresp = post(&c, "/validate", rv);
+  if(mresp && cJSON_IsTrue(json_get(mresp, "response.allowed")) && !apply_patch(mresp, &obj, c->quiet)) {
+    rv = build_review(c, op, obj, old_sent, 2);
+    cJSON *vresp = post(c, "/validate", rv);
     cJSON_Delete(rv);
     if(vresp) {
       print_warnings(vresp);
@@ -222,7 +236,75 @@ int main(int argc, char **argv)
   }
   cJSON_Delete(mresp);
   cJSON_Delete(obj);
-  cJSON_Delete(old);
+  return code;
+}
+
+/* The stored object as the API server holds it: the first document after /mutate (as its
+ * CREATE), with the status the file gives it (status arrives through /status). */
+static cJSON *stored_form(const struct admit_config *c, const cJSON *doc)
+{
+  cJSON *obj = cJSON_Duplicate(doc, 1);
+  cJSON *rv = build_review(c, "CREATE", obj, NULL, 0);
+  cJSON *resp = post(c, "/mutate", rv);
+  cJSON_Delete(rv);
+  int rc = resp ? apply_patch(resp, &obj, 1) : -1;
+  cJSON_Delete(resp);
+  if(rc) {
+    cJSON_Delete(obj);
+    return NULL;
+  }
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "status");
+  if(st) {
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, 1));
+  }
+  return obj;
+}
+
+int main(int argc, char **argv)
+{
+  struct admit_config c;
+  char err[256];
+  gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));
+  if(rc == GW_ENOTFOUND) {
+    cfg_usage(stdout, "godwit-admit", "Sends a YAML object to a godwit webhook as kube-apiserver would.", options);
+    return 0;
+  }
+  if(rc || !c.file) {
+    fprintf(stderr, "godwit-admit: %s\n", rc ? err : "--file is required");
+    return 2;
+  }
+  cJSON *docs;
+  if(yamldoc_parse_file(c.file, &docs, err, sizeof(err))) {
+    fprintf(stderr, "godwit-admit: %s\n", err);
+    return 2;
+  }
+  /* Only godwit objects; two documents of the same object are the stored one and its update. */
+  const cJSON *ours[64];
+  int n = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, docs)
+  {
+    if(is_ours(d) && n < 64)
+      ours[n++] = d;
+  }
+  if(n == 0) {
+    fprintf(stderr, "godwit-admit: %s holds no godwit object\n", c.file);
+    cJSON_Delete(docs);
+    return 2;
+  }
+  int code = 0;
+  if(n == 2 && same_object(ours[0], ours[1])) {
+    cJSON *stored = stored_form(&c, ours[0]);
+    code = stored ? admit_one(&c, ours[1], stored) : 1;
+    cJSON_Delete(stored);
+  }
+  else
+    for(int i = 0; i < n; i++) {
+      int one = admit_one(&c, ours[i], NULL);
+      if(one > code)
+        code = one;
+    }
   cJSON_Delete(docs);
   return code;
 }
