@@ -117,6 +117,9 @@ void wh_stop(struct wh *w)
     for(int i = 0; i < 300; i++) {
       if(waitpid(w->pid, &st, WNOHANG) == w->pid) {
         w->pid = 0;
+        /* A clean exit: under the sanitizers a leak or an error makes it fail. */
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "the webhook did not exit cleanly (status 0x%x); see %s", st, w->log);
         break;
       }
       sleep_ms(10);
@@ -129,6 +132,7 @@ void wh_stop(struct wh *w)
   }
   if(*w->dir && !getenv("GODWIT_KEEP"))
     free(wh_sh("rm -rf %s", w->dir));
+  w->dir[0] = '\0';
 }
 
 static size_t collect(char *data, size_t size, size_t n, void *userp)
