@@ -68,9 +68,17 @@ gw_rc cfg_parse(const struct cfg_opt *opts, void *cfg, int argc, char **argv, ch
 {
   gw_rc rc = GW_OK;
   for(const struct cfg_opt *o = opts; o->name && !rc; o++) {
+    /* Every option starts from its default, or from empty: never from what was in memory. */
+    char *field = (char *)cfg + o->offset;
     if(o->type == CFG_STRLIST)
-      ((const char **)((char *)cfg + o->offset))[0] = NULL;
-    if(o->dflt || o->type == CFG_STR)
+      ((const char **)field)[0] = NULL;
+    else if(o->type == CFG_STR)
+      *(const char **)field = NULL;
+    else if(o->type == CFG_INT)
+      *(long *)field = 0;
+    else
+      *(int *)field = 0;
+    if(o->dflt)
       rc = set(o, cfg, o->dflt, err, errlen);
     const char *e = o->env ? getenv(o->env) : NULL;
     if(!rc && e && *e)

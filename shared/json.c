@@ -8,7 +8,8 @@
 
 #include "strbuf.h"
 
-/* Counts bracket depth outside strings so an abusive body is refused before cJSON recurses. */
+/* Counts bracket depth outside strings: only on the error path, to say why a parse failed (cJSON
+ * itself stops at 1000 levels, which bounds its recursion). */
 static bool depth_ok(const char *buf, size_t len)
 {
   int depth = 0;
@@ -33,6 +34,18 @@ static bool depth_ok(const char *buf, size_t len)
   return true;
 }
 
+/* The depth of a parsed tree (1 for a scalar or an empty container). */
+static int tree_depth(const cJSON *v, int limit)
+{
+  int max = 0;
+  for(const cJSON *c = v->child; c && max <= limit; c = c->next) {
+    int d = tree_depth(c, limit);
+    if(d > max)
+      max = d;
+  }
+  return max + 1;
+}
+
 gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
 {
   *out = NULL;
@@ -40,12 +53,17 @@ gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, 
     snprintf(errbuf, errlen, "empty body: expected a JSON object");
     return GW_EPARSE;
   }
-  if(!depth_ok(buf, len)) {
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+  if(!v && !depth_ok(buf, len)) {
     snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
     return GW_EPARSE;
   }
-  const char *end = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+  if(v && tree_depth(v, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
+    cJSON_Delete(v);
+    snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
+    return GW_EPARSE;
+  }
   if(!v) {
     size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
     if(off >= len)

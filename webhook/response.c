@@ -86,8 +86,10 @@ cJSON *response_denied(const struct adm_subject *s, const struct ferrs *errs,
   gw_rc rc = strbuf_addf(&sb, "%s \"%s\" is %s:", s->kind, name,
                          policy ? "forbidden by the admission policy" : "invalid");
   for(size_t i = 0; i < errs->n && !rc; i++)
-    rc = strbuf_addf(&sb, "%s%s: %s", errs->n == 1 ? " " : "\n- ", errs->v[i].field,
-                     errs->v[i].msg);
+    rc = strbuf_addf(&sb, "%s%s: %s", errs->n == 1 && !errs->dropped ? " " : "\n- ",
+                     errs->v[i].field, errs->v[i].msg);
+  if(!rc && errs->dropped)
+    rc = strbuf_addf(&sb, "\n- ... and %zu more", errs->dropped);
   cJSON *r;
   cJSON *review = envelope(s, false, &r);
   add_status(r, policy ? 403 : 422, policy ? "Forbidden" : "Invalid",

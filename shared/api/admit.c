@@ -96,6 +96,19 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out)
   const struct api_version *v = version_of(k, req->obj);
   if(!v || !cJSON_IsObject(json_get(req->obj, "spec")))
     return GW_OK; /* nothing to default; validation explains */
+  /* A spec with values of the wrong type is not defaulted: converting it would move them out
+   * of the user's sight (into the fields annotation) and the patch would then drop them.
+   * Validation refuses it with the field named. Other errors (an empty string to be stamped,
+   * a value out of range) do not stop defaulting. */
+  struct ferrs shape;
+  ferrs_init(&shape);
+  sch_validate(v->spec, json_get(req->obj, "spec"), "spec", &shape, NULL);
+  bool bad = shape.dropped > 0;
+  for(size_t i = 0; i < shape.n && !bad; i++)
+    bad = shape.v[i].type == FERR_TYPE;
+  ferrs_release(&shape);
+  if(bad)
+    return GW_OK;
   cJSON *work = hub_copy(k, req->obj);
   cJSON *old = hub_copy(k, req->old);
   if(!work) {

@@ -20,6 +20,7 @@ void ferrs_init(struct ferrs *e)
 {
   e->v = NULL;
   e->n = e->cap = 0;
+  e->dropped = 0;
   e->oom = false;
 }
 
@@ -36,6 +37,10 @@ void ferrs_release(struct ferrs *e)
 static void vadd(struct ferrs *e, enum ferr_type type, bool policy, const char *field,
                  const char *fmt, va_list ap)
 {
+  if(e->n >= FERRS_MAX) {
+    e->dropped++;
+    return;
+  }
   if(e->n == e->cap) {
     size_t cap = e->cap ? e->cap * 2 : 8;
     struct ferr *v = realloc(e->v, cap * sizeof(*v));
@@ -77,7 +82,7 @@ void ferrs_add_policy(struct ferrs *e, const char *field, const char *fmt, ...)
 
 bool ferrs_all_policy(const struct ferrs *e)
 {
-  if(!e->n)
+  if(!e->n || e->dropped)
     return false;
   for(size_t i = 0; i < e->n; i++)
     if(!e->v[i].policy)

@@ -39,9 +39,14 @@ struct ferr {
   char *msg;
 };
 
+/* At most this many errors are kept; the rest are only counted (a body with thousands of bad
+ * fields must not produce a denial of megabytes). */
+#define FERRS_MAX 100
+
 struct ferrs {
   struct ferr *v;
   size_t n, cap;
+  size_t dropped; /* errors beyond FERRS_MAX */
   bool oom;
 };
 

@@ -334,7 +334,7 @@ static bool str_eq(const char *a, const char *b)
 
 static bool same(const cJSON *a, const cJSON *b)
 {
-  return a == b || (a && b && cJSON_Compare(a, b, 1));
+  return a == b || (a && b && json_equal(a, b));
 }
 
 /* The stored object finished: phase or condition. */
@@ -904,7 +904,7 @@ static void check_terminal(const struct api_ctx *c, const struct rule *r, struct
   if(!terminal(c->old))
     return;
   cJSON *was = normalized_spec(c, c->old, e), *now = normalized_spec(c, c->obj, e);
-  if(was && now && !cJSON_Compare(was, now, 1)) {
+  if(was && now && !json_equal(was, now)) {
     const char *p = phase_name(c->old);
     rule_failf(e, r, NULL, "cannot change: the Migration has finished (%s%s); create a new "
                "Migration to run it again",

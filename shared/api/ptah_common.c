@@ -67,38 +67,6 @@ const char *ptah_user(const struct api_ctx *c)
   return c->user->username;
 }
 
-/* Deep equality, each member compared once. Not cJSON_Compare: it compares every object member
- * twice, which doubles at each level, and specs reach here with unknown fields of any depth. */
-static bool equal(const cJSON *a, const cJSON *b)
-{
-  if((a->type & 0xFF) != (b->type & 0xFF))
-    return false;
-  if(cJSON_IsNumber(a))
-    return a->valuedouble == b->valuedouble;
-  if(cJSON_IsString(a))
-    return !strcmp(a->valuestring, b->valuestring);
-  if(cJSON_IsArray(a)) {
-    const cJSON *x = a->child, *y = b->child;
-    for(; x && y; x = x->next, y = y->next)
-      if(!equal(x, y))
-        return false;
-    return !x && !y;
-  }
-  if(cJSON_IsObject(a)) {
-    int na = 0, nb = 0;
-    for(const cJSON *x = a->child; x; x = x->next, na++) {
-      const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
-      if(!y || !equal(x, y))
-        return false;
-    }
-    for(const cJSON *y = b->child; y; y = y->next, nb++)
-      if(!cJSON_GetObjectItemCaseSensitive(a, y->string))
-        return false;
-    return na == nb;
-  }
-  return true; /* true, false, null */
-}
-
 bool ptah_json_equal(const cJSON *a, const cJSON *b)
 {
   if(cJSON_IsNull(a))
@@ -107,7 +75,7 @@ bool ptah_json_equal(const cJSON *a, const cJSON *b)
     b = NULL;
   if(!a || !b)
     return a == b;
-  return equal(a, b);
+  return json_equal(a, b);
 }
 
 bool ptah_spec_changed(const struct api_ctx *c)

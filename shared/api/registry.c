@@ -1,39 +1,29 @@
-/* The kinds godwit serves. A kind whose module is not linked in is skipped (weak symbols), so
- * tools that need only some of them link only those. */
+/* The kinds godwit serves. Referencing them here is what links them into any program that uses
+ * the registry (the shared objects are an archive: unreferenced modules stay out). */
 #include <string.h>
 
 #include "api/api.h"
 
-extern const struct api_kind api_migration __attribute__((weak));
-extern const struct api_kind api_ptahschema __attribute__((weak));
-extern const struct api_kind api_ptahmigration __attribute__((weak));
-extern const struct api_kind api_ptahschemaapproval __attribute__((weak));
-extern const struct api_kind api_ptahmigrationrunacknowledgment __attribute__((weak));
-extern const struct api_kind api_ptahresultrecord __attribute__((weak));
-extern const struct api_kind api_podmigration __attribute__((weak));
-extern const struct api_kind api_migrationpolicy __attribute__((weak));
+extern const struct api_kind api_migration;
+extern const struct api_kind api_ptahschema;
+extern const struct api_kind api_ptahmigration;
+extern const struct api_kind api_ptahschemaapproval;
+extern const struct api_kind api_ptahmigrationrunacknowledgment;
+extern const struct api_kind api_ptahresultrecord;
+extern const struct api_kind api_podmigration;
+extern const struct api_kind api_migrationpolicy;
 
-static const struct api_kind *registry[16];
-
-static void build(void)
-{
-  const struct api_kind *all[] = {
-    &api_migration,          &api_ptahschema,
-    &api_ptahmigration,      &api_ptahschemaapproval,
-    &api_ptahmigrationrunacknowledgment, &api_ptahresultrecord,
-    &api_podmigration,       &api_migrationpolicy,
-  };
-  size_t n = 0;
-  for(size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-    if(all[i])
-      registry[n++] = all[i];
-  registry[n] = NULL;
-}
-
-__attribute__((constructor)) static void registry_ctor(void)
-{
-  build();
-}
+static const struct api_kind *const registry[] = {
+  &api_migration,
+  &api_ptahschema,
+  &api_ptahmigration,
+  &api_ptahschemaapproval,
+  &api_ptahmigrationrunacknowledgment,
+  &api_ptahresultrecord,
+  &api_podmigration,
+  &api_migrationpolicy,
+  NULL,
+};
 
 const struct api_kind *const *api_kinds(void)
 {

@@ -7,6 +7,10 @@
 
 #include "json.h"
 
+/* Uniqueness is quadratic in the items: lists longer than this (which a schema should bound
+ * with max_items anyway) are not checked for duplicates. */
+#define SCH_UNIQUE_MAX 1024
+
 static const char *const condition_status[] = { "True", "False", "Unknown", NULL };
 
 const struct sch_field sch_condition_fields[] = {
@@ -203,8 +207,13 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
                         struct ferrs *e, struct strlist *w)
 {
   int n = cJSON_GetArraySize(v);
-  if(f->max_items && n > f->max_items)
+  if(f->max_items && n > f->max_items) {
+    /* The items of an oversized list are not judged one by one: the count alone refuses it, and
+     * checking each would let a huge body cost seconds. */
     ferrs_add(e, FERR_TOO_MANY, path, "must have at most %d items, got %d", f->max_items, n);
+    return;
+  }
+  bool unique = f->type == SCH_ARRAY && (f->flags & SCH_UNIQUE) && n <= SCH_UNIQUE_MAX;
   char p[1024];
   int i = 0;
   for(const cJSON *c = v->child; c; c = c->next, i++) {
@@ -219,9 +228,9 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
       }
     }
     check_value(f, f->item, c, p, e, w);
-    if(f->type == SCH_ARRAY && (f->flags & SCH_UNIQUE)) {
+    if(unique) {
       for(const cJSON *d = v->child; d != c; d = d->next)
-        if(cJSON_Compare(c, d, 1)) {
+        if(json_equal(c, d)) {
           char *got = json_preview(c, 80);
           ferrs_add(e, FERR_DUPLICATE, p, "duplicate value %s: list each value once",
                     got ? got : "?");

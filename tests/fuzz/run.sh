@@ -10,7 +10,7 @@
 #   FUZZ_BUILD=build-fuzz
 #   FUZZ_TIMEOUT=10    seconds one input may take before it counts as a hang
 #   FUZZ_ARGS="..."    extra libFuzzer flags (e.g. -jobs=2 -workers=2, -use_value_profile=1)
-#   FUZZ_ROUNDTRIP=1   also check lossless conversion round trips (fuzz_conversion)
+#   FUZZ_ROUNDTRIP=0   do not check lossless conversion round trips (fuzz_conversion)
 #   FUZZ_REINVOKE=0    do not check that /mutate is idempotent (fuzz_admission)
 # A failure leaves the input in $FUZZ_BUILD/artifacts/<target>/; replay it with
 #   $FUZZ_BUILD/fuzz/fuzz_<target> FILE
@@ -75,7 +75,7 @@ for t in $targets; do
   fi
 
   # 2. fuzzing
-  echo "fuzz: $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
+  echo "fuzz: $t for ${secs}s ($(find "$corpus" -type f | wc -l) seeds)"
   rc=0
   # shellcheck disable=SC2086
   "$bin" -max_total_time="$secs" -timeout="$timeout" -rss_limit_mb=2048 -max_len=131072 \
@@ -85,7 +85,7 @@ for t in $targets; do
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   cov=$(grep -Eo 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
-  n=$(ls "$corpus" | wc -l)
+  n=$(find "$corpus" -type f | wc -l)
   line=$(printf '%-11s %9s execs  %6s/s  corpus %5s  %-22s  peak RSS %s MB' "$t" "${execs:-?}" \
     "${speed:-?}" "$n" "${cov:-}" "${rss:-?}")
   if [ "$rc" -ne 0 ]; then
