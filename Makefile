@@ -12,27 +12,37 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-protot
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 CRITERION_LIBS := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
-SHARED_SRC  := $(sort $(wildcard shared/*.c shared/api/*.c))
+SHARED_SRC  := $(sort $(wildcard shared/*.c shared/api/*.c shared/kube/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC   := $(sort $(wildcard tests/integration/*.c))
+CLUSTER_SRC := $(sort $(wildcard tests/cluster/*.c))
+APISERVER_SRC := $(sort $(wildcard tests/localcluster/apiserver/*.c))
+JOBRUNNER_SRC := $(sort $(wildcard tests/localcluster/jobrunner/*.c))
+CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/%,$(wildcard controller/*.c controller/*/*.c)))
+RUNNER_SRC := $(sort $(wildcard controller/runner/*.c))
+PG_SRC := $(sort $(wildcard tests/pg/*.c))
 
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 SHARED_OBJ  := $(call obj,$(SHARED_SRC))
+# Programs link the shared code as an archive, so each takes only the modules it uses (the
+# webhook carries no Kubernetes client, the job runner no API kinds).
+SHARED_LIB  := $(BUILD)/libgodwit.a
 WEBHOOK_OBJ := $(call obj,$(WEBHOOK_SRC))
 
 BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUILD)/godwit-admit \
-        $(BUILD)/godwit-yaml2json
+        $(BUILD)/godwit-yaml2json $(BUILD)/godwit-apiserver $(BUILD)/godwit-jobrunner \
+        $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
 .PHONY: all deps test test-unit test-integration test-asan test-clang lint bench fuzz demo \
         certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
 # Tests may include webhook headers; shared/ never does (STYLE.md).
-$(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook
+$(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook -Icontroller -Itests/localcluster/apiserver -Itests/pg
 $(BUILD)/obj/manifests/%.o: CFLAGS += -Imanifests/gen
 
 
@@ -41,23 +51,49 @@ $(BUILD)/obj/%.o: %.c
 	$(if $(Q),@echo "  CC  $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/godwit-webhook: $(call obj,webhook/main.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+$(SHARED_LIB): $(SHARED_OBJ)
+	$(if $(Q),@echo "  AR  $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/godwit-webhook: $(call obj,webhook/main.c) $(WEBHOOK_OBJ) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/godwit-certs: $(call obj,$(wildcard certs/*.c)) $(SHARED_OBJ)
+$(BUILD)/godwit-certs: $(call obj,$(wildcard certs/*.c)) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/godwit-gen: $(call obj,$(wildcard manifests/gen/*.c)) $(SHARED_OBJ)
+$(BUILD)/godwit-gen: $(call obj,$(wildcard manifests/gen/*.c)) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/godwit-admit: $(call obj,tests/tools/admit.c) $(SHARED_OBJ)
+$(BUILD)/godwit-admit: $(call obj,tests/tools/admit.c) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_OBJ)
+$(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/godwit-apiserver: $(call obj,$(APISERVER_SRC)) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-jobrunner: $(call obj,$(JOBRUNNER_SRC)) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-controller: $(call obj,controller/main.c $(CONTROLLER_SRC)) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/godwit-runner: $(call obj,$(RUNNER_SRC)) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit: $(call obj,$(UNIT_SRC)) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+# The API server's CRD schema, admission and conversion layers, also linked into the cluster
+# tests that call them directly (tests/cluster/test_apiserver_*.c).
+LAYERS_SRC := $(sort $(wildcard $(addprefix tests/localcluster/apiserver/,schema*.c admission*.c \
+                conversion.c webhook_call.c status.c)))
+$(BUILD)/tests/cluster: $(call obj,$(CLUSTER_SRC) $(CONTROLLER_SRC) $(PG_SRC) $(LAYERS_SRC)) $(SHARED_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
@@ -69,7 +105,7 @@ $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 # Debian 12 packages; `make deps` installs the missing ones (as root, or through sudo).
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
             libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang \
-            libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates
+            libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
@@ -82,8 +118,8 @@ deps:
 	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
 
 test: deps
-	$(MAKE) all $(BUILD)/tests/unit $(BUILD)/tests/integration
-	$(MAKE) test-unit test-integration check-generated lint test-clang
+	$(MAKE) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
+	$(MAKE) test-unit test-integration test-cluster check-generated lint test-clang
 
 test-unit: $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
@@ -91,14 +127,18 @@ test-unit: $(BUILD)/tests/unit
 test-integration: all $(BUILD)/tests/integration
 	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/integration --jobs 1
 
+# The local cluster: API server, client, job runner, controller manager, real kubectl.
+test-cluster: all $(BUILD)/tests/cluster
+	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/cluster --jobs 1
+
 # The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: deps
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  all build-asan/tests/unit build-asan/tests/integration
+	  all build-asan/tests/unit build-asan/tests/integration build-asan/tests/cluster
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" \
-	  test-unit test-integration
+	  test-unit test-integration test-cluster
 
 # Every source must also build warning-free with clang.
 test-clang:
@@ -108,7 +148,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=missingIncludeSystem --std=c11 -Ishared \
 	  -I/usr/include/cjson \
-	  shared webhook certs manifests/gen tests/tools
+	  shared webhook certs manifests/gen tests/tools controller tests/localcluster
 
 manifests: $(BUILD)/godwit-gen
 	$(BUILD)/godwit-gen crds manifests/crds
@@ -121,14 +161,19 @@ certs: $(BUILD)/godwit-certs
 	$(BUILD)/godwit-certs --out $(BUILD)/certs --dns godwit-webhook.godwit-system.svc \
 	  --dns localhost --ip 127.0.0.1
 
-# The benchmark's baseline: the webhook's HTTP layer answering constant bodies (bench/webhook).
+# The benchmark (bench/webhook): the baseline (the webhook's HTTP layer answering constant
+# bodies) and the handlers alone, in process.
 $(BUILD)/obj/bench/%.o: CFLAGS += -Iwebhook
 $(BUILD)/godwit-bench-baseline: $(call obj,bench/webhook/baseline.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/godwit-bench-handler: $(call obj,bench/webhook/handler.c) $(WEBHOOK_OBJ) $(SHARED_OBJ)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 bench: deps
-	$(MAKE) all $(BUILD)/godwit-bench-baseline
+	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler
 	bench/webhook/run.sh $(BUILD)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,

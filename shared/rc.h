@@ -20,7 +20,12 @@
   X(GW_ECONFLICT, "conflict")                                          \
   X(GW_EUNSUPPORTED, "not supported")                                  \
   X(GW_ETLS, "tls error")                                              \
-  X(GW_EDENIED, "denied")
+  X(GW_EDENIED, "denied")                                              \
+  X(GW_EGONE, "gone (resource version too old)")                       \
+  X(GW_ESTATUS, "the API server refused the request")                  \
+  X(GW_ETIMEOUT, "timed out")                                          \
+  X(GW_ECONNECT, "cannot reach the server")                            \
+  X(GW_ESTOPPED, "stopped")
 
 typedef enum {
 #define GW_RC_ENUM(name, text) name,

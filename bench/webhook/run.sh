@@ -3,13 +3,18 @@
 # a Migration AdmissionReview and of POST /convert with a 100-object ConversionReview, over TLS
 # with keep-alive, at 1, 8 and 32 connections, for godwit-webhook and, side by side, for the
 # baseline (the same HTTP/TLS layer answering constant bodies: bench/webhook/baseline.c).
-# Prints a table; docs/operations/benchmarks.md explains it and records measured figures.
+# Prints a table; docs/operations/benchmarks.md explains it and records measured figures. It also
+# times the handlers alone, in process (bench/webhook/handler.c), to tell what the webhook adds
+# from what the HTTP layer costs.
 #
-#   bench/webhook/run.sh [BUILD]        BUILD holds godwit-webhook, godwit-certs and
-#                                       godwit-bench-baseline (default: build)
+#   bench/webhook/run.sh [BUILD]        BUILD holds godwit-webhook, godwit-certs,
+#                                       godwit-bench-baseline and godwit-bench-handler
+#                                       (default: build)
 # Environment (all optional):
-#   BENCH_DURATION=5      seconds measured per cell and server
-#   BENCH_WARMUP=1        seconds of warm-up load before each measurement
+#   BENCH_DURATION=2      seconds of one measured round
+#   BENCH_ROUNDS=3        rounds per cell and server, alternating godwit and baseline so that
+#                         load from elsewhere hits both alike; the median round is reported
+#   BENCH_WARMUP=1        seconds of warm-up load per cell and server (wrk takes whole seconds)
 #   BENCH_CONNECTIONS="1 8 32"
 #   BENCH_ENDPOINTS="validate mutate convert"
 #   BENCH_THREADS=2       request threads of both servers (godwit-webhook's default)
@@ -21,7 +26,8 @@ set -euo pipefail
 
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
-duration=${BENCH_DURATION:-5}
+duration=${BENCH_DURATION:-2}
+rounds=${BENCH_ROUNDS:-3}
 warmup=${BENCH_WARMUP:-1}
 conns_list=${BENCH_CONNECTIONS:-"1 8 32"}
 endpoints=${BENCH_ENDPOINTS:-"validate mutate convert"}
@@ -33,8 +39,8 @@ die() { echo "bench: $*" >&2; exit 1; }
 command -v wrk >/dev/null 2>&1 ||
   die "wrk is not installed: run 'make deps' (Debian package wrk) or apt-get install wrk"
 command -v curl >/dev/null 2>&1 || die "curl is not installed: run 'make deps'"
-for b in godwit-webhook godwit-certs godwit-bench-baseline; do
-  [ -x "$build/$b" ] || die "$build/$b is missing: run 'make bench' (or make BUILD=$build all $build/godwit-bench-baseline)"
+for b in godwit-webhook godwit-certs godwit-bench-baseline godwit-bench-handler; do
+  [ -x "$build/$b" ] || die "$build/$b is missing: run 'make bench' (or make BUILD=$build all $build/godwit-bench-baseline $build/godwit-bench-handler)"
 done
 
 work=$(mktemp -d /tmp/godwit-bench-XXXXXX)
@@ -72,7 +78,9 @@ cp "$fixtures/migration-create.json" "$work/mutate.json"
 } >"$work/convert.json"
 
 # ---- servers ----
-# start NAME CMD...: runs a server with --port 0 --port-file, waits until it listens.
+godwit_pid='' godwit_port='' baseline_pid='' baseline_port=''
+# start NAME CMD...: runs a server with --port 0 --port-file, waits until it listens; sets
+# NAME_pid and NAME_port.
 start() {
   local name=$1
   shift
@@ -80,7 +88,7 @@ start() {
     --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key" \
     >"$work/$name.log" 2>&1 &
   pids+=($!)
-  eval "${name}_pid=$!"
+  printf -v "${name}_pid" '%s' "$!"
   local i=0
   while [ ! -s "$work/$name.port" ]; do
     i=$((i + 1))
@@ -90,7 +98,7 @@ start() {
     fi
     sleep 0.05
   done
-  eval "${name}_port=$(cat "$work/$name.port")"
+  printf -v "${name}_port" '%s' "$(cat "$work/$name.port")"
 }
 
 # post PORT ENDPOINT OUT: one request; fails unless the answer is 200.
@@ -132,79 +140,108 @@ done
 kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 reset_hwm() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null || hwm_reset=no; }
 hwm_reset=yes
+# CPU time of a process (user + system), in clock ticks
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
 
-# measure PID PORT ENDPOINT CONNS: sets m_rps, m_p50 and m_p99 (microseconds) and m_kib.
-measure() {
-  local pid=$1 port=$2 ep=$3 c=$4 t=2 line
+# wrk_run PORT ENDPOINT CONNS SECONDS: one wrk run; sets requests, rps, p50_us, p99_us
+wrk_run() {
+  local port=$1 ep=$2 c=$3 secs=$4 t=2 line
   [ "$c" -lt 2 ] && t=1
-  local url="https://127.0.0.1:$port/$ep?timeout=10s"
-  reset_hwm "$pid"
-  BENCH_BODY="$work/$ep.json" wrk -t "$t" -c "$c" -d "${warmup}s" --timeout 5s \
-    -s "$here/request.lua" "$url" >/dev/null 2>&1 || true
-  BENCH_BODY="$work/$ep.json" wrk -t "$t" -c "$c" -d "${duration}s" --timeout 5s \
-    -s "$here/request.lua" "$url" >"$work/wrk.out" 2>&1 || { cat "$work/wrk.out" >&2; die "wrk failed"; }
+  BENCH_BODY="$work/$ep.json" wrk -t "$t" -c "$c" -d "${secs}s" --timeout 5s \
+    -s "$here/request.lua" "https://127.0.0.1:$port/$ep?timeout=10s" >"$work/wrk.out" 2>&1 ||
+    { cat "$work/wrk.out" >&2; die "wrk failed"; }
   line=$(grep '^BENCH ' "$work/wrk.out") || { cat "$work/wrk.out" >&2; die "no result from wrk"; }
-  kill -0 "$pid" 2>/dev/null || die "a server died during /$ep at $c connections"
   # The line is ours (request.lua): key=number pairs.
-  local requests duration_us rps p50_us p99_us max_us socket_errors status_errors
+  # shellcheck disable=SC2034 # duration_us and max_us are set by the eval, unused
+  local duration_us max_us socket_errors status_errors
   eval "${line#BENCH }"
   [ "$status_errors" = 0 ] || die "/$ep at $c connections: $status_errors answers were not 2xx"
   [ "$socket_errors" = 0 ] || echo "bench: /$ep at $c connections: $socket_errors socket errors" >&2
   [ "$requests" -gt 0 ] || die "/$ep at $c connections: no request completed"
-  m_rps=$rps m_p50=$p50_us m_p99=$p99_us m_kib=$(kib "$pid")
 }
+
+# round NAME ENDPOINT CONNS: one measured round of server NAME; appends
+# "rps p50_us p99_us cpu_us_per_request" to $work/NAME.rounds
+round() {
+  local name=$1 ep=$2 c=$3 pid port t0 t1 requests rps p50_us p99_us v
+  v=${name}_pid pid=${!v}
+  v=${name}_port port=${!v}
+  t0=$(ticks "$pid")
+  wrk_run "$port" "$ep" "$c" "$duration"
+  t1=$(ticks "$pid")
+  kill -0 "$pid" 2>/dev/null || die "$name died during /$ep at $c connections"
+  echo "$rps $p50_us $p99_us $(awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$requests" \
+    'BEGIN { printf "%.1f", d / hz * 1e6 / n }')" >>"$work/$name.rounds"
+}
+
+# median NAME: the round with the median throughput: "rps p50_us p99_us cpu_us"
+median() { sort -n "$work/$1.rounds" | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }'; }
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 echo "godwit webhook benchmark: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($cpu), $(uname -sr)"
 echo "libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?'), GnuTLS $(pkg-config --modversion gnutls 2>/dev/null || echo '?'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
-echo "server threads $threads; ${duration}s per cell after ${warmup}s warm-up; TLS keep-alive; request bodies:" \
-  "validate/mutate $(wc -c <"$work/validate.json") B, convert $(wc -c <"$work/convert.json") B ($nconv objects)"
+echo "server threads $threads; per cell and server ${warmup}s warm-up then $rounds rounds of ${duration}s" \
+  "(median shown); TLS keep-alive; request bodies: validate/mutate $(wc -c <"$work/validate.json") B," \
+  "convert $(wc -c <"$work/convert.json") B ($nconv objects)"
 echo "idle RSS: godwit $(kib "$godwit_pid") KiB, baseline $(kib "$baseline_pid") KiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+handler=""
+for ep in $endpoints; do
+  us=$("$build/godwit-bench-handler" "$ep" "$work/$ep.json" 1) || die "godwit-bench-handler $ep failed"
+  handler="$handler /$ep $us"
+done
+echo "handlers alone, in process, one thread (CPU us per request):$handler"
 awk '{ exit !($1 > 0.5) }' /proc/loadavg &&
-  echo "bench: the machine is not idle (load average above 0.5): the figures will be low and noisy" >&2
+  echo "bench: the machine is not idle (load average above 0.5): throughput and latency will be low and noisy; CPU per request much less so" >&2
 echo
 
 rows=()
 fmt_ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
 fmt_mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-header="| endpoint | conns | godwit req/s | p50 ms | p99 ms | baseline req/s | p50 ms | p99 ms | ratio | godwit RSS MiB | baseline RSS MiB |"
-sep="|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+header="| endpoint | conns | godwit req/s | p50 ms | p99 ms | CPU us/req | baseline req/s | p50 ms | p99 ms | CPU us/req | ratio | godwit RSS MiB | baseline RSS MiB |"
+sep="|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 echo "$header"
 echo "$sep"
 peak_g=0 peak_b=0
 for ep in $endpoints; do
   for c in $conns_list; do
-    measure "$godwit_pid" "$godwit_port" "$ep" "$c"
-    g_rps=$m_rps g_p50=$m_p50 g_p99=$m_p99 g_kib=$m_kib
-    measure "$baseline_pid" "$baseline_port" "$ep" "$c"
-    b_rps=$m_rps b_p50=$m_p50 b_p99=$m_p99 b_kib=$m_kib
+    reset_hwm "$godwit_pid"
+    reset_hwm "$baseline_pid"
+    rm -f "$work/godwit.rounds" "$work/baseline.rounds"
+    wrk_run "$godwit_port" "$ep" "$c" "$warmup"
+    wrk_run "$baseline_port" "$ep" "$c" "$warmup"
+    for _ in $(seq 1 "$rounds"); do
+      round godwit "$ep" "$c"
+      round baseline "$ep" "$c"
+    done
+    read -r g_rps g_p50 g_p99 g_cpu < <(median godwit)
+    read -r b_rps b_p50 b_p99 b_cpu < <(median baseline)
+    g_kib=$(kib "$godwit_pid") b_kib=$(kib "$baseline_pid")
     ratio=$(awk -v a="$g_rps" -v b="$b_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     [ "$g_kib" -gt "$peak_g" ] && peak_g=$g_kib
     [ "$b_kib" -gt "$peak_b" ] && peak_b=$b_kib
-    row=$(printf '| /%s | %s | %.0f | %s | %s | %.0f | %s | %s | %s | %s | %s |' "$ep" "$c" \
-      "$g_rps" "$(fmt_ms "$g_p50")" "$(fmt_ms "$g_p99")" "$b_rps" "$(fmt_ms "$b_p50")" \
-      "$(fmt_ms "$b_p99")" "$ratio" "$(fmt_mib "$g_kib")" "$(fmt_mib "$b_kib")")
+    row=$(printf '| /%s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |' "$ep" "$c" \
+      "$g_rps" "$(fmt_ms "$g_p50")" "$(fmt_ms "$g_p99")" "$g_cpu" "$b_rps" "$(fmt_ms "$b_p50")" \
+      "$(fmt_ms "$b_p99")" "$b_cpu" "$ratio" "$(fmt_mib "$g_kib")" "$(fmt_mib "$b_kib")")
     echo "$row"
     rows+=("$row")
   done
 done
 echo
-[ "$hwm_reset" = yes ] && scope="per cell (VmHWM reset before each)" || scope="cumulative (VmHWM could not be reset)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$hwm_reset" = yes ] && scope="per cell (VmHWM reset before each)" || scope="cumulative (VmHWM could not be reset)"
 echo "RSS is the peak resident set (VmHWM) $scope; over the whole run: godwit $(fmt_mib "$peak_g") MiB, baseline $(fmt_mib "$peak_b") MiB"
+echo "CPU us/req: the server's user+system CPU time per request (noise from other load barely moves it)"
 
 # Goals (reported, not asserted).
-awk -v rows="$(printf '%s\n' "${rows[@]}")" -v peak="$peak_g" 'BEGIN {
-  n = split(rows, r, "\n"); minr = 99; worst = 0
-  for (i = 1; i <= n; i++) {
-    split(r[i], f, "|"); gsub(/ /, "", f[3]); gsub(/ /, "", f[10]); gsub(/ /, "", f[6])
-    if (f[10] + 0 < minr) minr = f[10] + 0
-    if (f[3] == 32 && f[6] + 0 > worst) worst = f[6] + 0
-  }
-  printf "goals: ratio >= 0.90: %s (lowest %.2f); p99 <= 1 ms at 32 connections: %s (worst %.2f ms); RSS <= 16 MiB: %s (%.1f MiB)\n",
-    (minr >= 0.9 ? "met" : "MISSED"), minr, (worst <= 1 ? "met" : "MISSED"), worst,
-    (peak / 1024 <= 16 ? "met" : "MISSED"), peak / 1024
-}'
+printf '%s\n' "${rows[@]}" | awk -F'|' -v peak="$peak_g" '
+  { gsub(/ /, ""); r = $12 + 0; if (NR == 1 || r < minr) minr = r
+    if ($3 == 32) { n32++; if ($6 + 0 > worst) worst = $6 + 0 } }
+  END {
+    p99 = n32 ? sprintf("%s (worst %.2f ms)", (worst <= 1 ? "met" : "MISSED"), worst) : "not measured"
+    printf "goals: ratio >= 0.90: %s (lowest %.2f); p99 <= 1 ms at 32 connections: %s; RSS <= 16 MiB: %s (%.1f MiB)\n",
+      (minr >= 0.9 ? "met" : "MISSED"), minr, p99, (peak / 1024 <= 16 ? "met" : "MISSED"), peak / 1024
+  }'
 
 if [ -n "${BENCH_MARKDOWN:-}" ]; then
   { echo "$header"; echo "$sep"; printf '%s\n' "${rows[@]}"; } >"$BENCH_MARKDOWN"

@@ -1,0 +1,205 @@
+/* godwit-controller: reconciles godwit's kinds; one replica leads through a Lease. See
+ * controller/manager.h and docs/operations. */
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "kube/kube.h"
+#include "log.h"
+#include "manager.h"
+#include "migration/migration.h"
+
+struct controller_config {
+  const char *kubeconfig;
+  const char *context;
+  int leader_elect;
+  long metrics_port;
+  const char *bind;
+  const char *port_file;
+  long workers;
+  const char *namespace;
+  const char *le_namespace;
+  const char *le_id;
+  const char *identity;
+  long lease_duration;
+  long renew_deadline;
+  long retry_period;
+  long resync;
+  const char *log_level;
+};
+
+#define O(f) offsetof(struct controller_config, f)
+static const struct cfg_opt options[] = {
+  { "kubeconfig", NULL, CFG_STR, NULL, 0, 0, O(kubeconfig),
+    "kubeconfig file (default: $KUBECONFIG, then in-cluster, then ~/.kube/config)" },
+  { "context", NULL, CFG_STR, NULL, 0, 0, O(context), "kubeconfig context (default: current)" },
+  { "leader-elect", "GODWIT_LEADER_ELECT", CFG_BOOL, "false", 0, 0, O(leader_elect),
+    "reconcile only while holding the Lease (run two replicas, one leads)" },
+  { "metrics-port", "GODWIT_METRICS_PORT", CFG_INT, "9090", 0, 65535, O(metrics_port),
+    "plain HTTP port for /healthz, /readyz and /metrics (0: any free port, see --port-file)" },
+  { "bind", "GODWIT_BIND", CFG_STR, "0.0.0.0", 0, 0, O(bind), "address of the metrics port" },
+  { "port-file", NULL, CFG_STR, NULL, 0, 0, O(port_file),
+    "write the bound metrics port to this file once serving" },
+  { "workers", "GODWIT_WORKERS", CFG_INT, "2", 1, 64, O(workers),
+    "concurrent reconciles per controller" },
+  { "namespace", "GODWIT_WATCH_NAMESPACE", CFG_STR, NULL, 0, 0, O(namespace),
+    "watch only this namespace (default: all)" },
+  { "leader-election-namespace", "POD_NAMESPACE", CFG_STR, "godwit-system", 0, 0,
+    O(le_namespace), "namespace of the Lease" },
+  { "leader-election-id", NULL, CFG_STR, "godwit-controller", 0, 0, O(le_id),
+    "name of the Lease" },
+  { "identity", "POD_NAME", CFG_STR, NULL, 0, 0, O(identity),
+    "holder identity in the Lease (default: hostname_pid)" },
+  { "lease-duration", NULL, CFG_INT, "15", 2, 3600, O(lease_duration),
+    "seconds a standby waits after the last renewal before it takes the Lease" },
+  { "renew-deadline", NULL, CFG_INT, "10", 1, 3600, O(renew_deadline),
+    "seconds the leader keeps trying to renew before it stops leading (< lease-duration)" },
+  { "retry-period", NULL, CFG_INT, "2", 1, 600, O(retry_period),
+    "seconds between Lease attempts" },
+  { "resync-period", NULL, CFG_INT, "600", 0, 86400, O(resync),
+    "seconds between full resyncs of every cached object (0: never)" },
+  { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
+    "debug (one line per reconcile), info, warn or error" },
+  { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
+};
+
+static volatile int stopping;
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  stopping = 1;
+}
+
+static int make_client(const struct controller_config *c, int timeout_ms, int max_retries,
+                       struct kube_config *kc, struct kube_client **out)
+{
+  char err[512];
+  if(kube_config_load(kc, c->kubeconfig, c->context, err, sizeof(err))) {
+    log_kv(LOG_ERROR, "cannot load the Kubernetes configuration", "reason", err, LOG_END);
+    return 1;
+  }
+  if(timeout_ms)
+    kc->timeout_ms = timeout_ms;
+  if(max_retries >= 0)
+    kc->max_retries = max_retries;
+  if(kube_client_new(out, kc, err, sizeof(err))) {
+    log_kv(LOG_ERROR, "cannot create the Kubernetes client", "reason", err, LOG_END);
+    return 1;
+  }
+  return 0;
+}
+
+static void write_port(const char *path, int port)
+{
+  FILE *f = path ? fopen(path, "w") : NULL;
+  if(f) {
+    fprintf(f, "%d\n", port);
+    fclose(f);
+  }
+}
+
+static int run(const struct controller_config *c, const char *identity)
+{
+  struct kube_config kc, lkc;
+  struct kube_client *kube = NULL, *lkube = NULL;
+  memset(&kc, 0, sizeof(kc));
+  memset(&lkc, 0, sizeof(lkc));
+  int code = make_client(c, 0, -1, &kc, &kube);
+  /* The elector's own client: a request must end well within the renew deadline. */
+  if(!code && c->leader_elect)
+    code = make_client(c, (int)(c->renew_deadline * 1000 / 3), 1, &lkc, &lkube);
+  struct mgr *m = NULL;
+  struct mgr_opts mo = { 0 };
+  mo.kube = kube;
+  mo.leader_kube = lkube;
+  mo.namespace = c->namespace;
+  mo.workers = (int)c->workers;
+  mo.resync_ms = c->resync ? c->resync * 1000 : -1;
+  mo.leader_elect = c->leader_elect;
+  mo.leader.namespace = c->le_namespace;
+  mo.leader.name = c->le_id;
+  mo.leader.identity = identity;
+  mo.leader.lease_duration_s = (int)c->lease_duration;
+  mo.leader.renew_deadline_ms = (int)c->renew_deadline * 1000;
+  mo.leader.retry_period_ms = (int)c->retry_period * 1000;
+  mo.identity = identity;
+  mo.metrics_port = (int)c->metrics_port;
+  mo.bind = c->bind;
+  char err[256] = "";
+  if(!code && (mgr_new(&m, &mo) || migration_register(m, NULL))) {
+    log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
+    code = 1;
+  }
+  if(!code && mgr_start(m, err, sizeof(err))) {
+    log_kv(LOG_ERROR, "cannot start", "reason", err, LOG_END);
+    code = 1;
+  }
+  if(!code) {
+    char port[16];
+    snprintf(port, sizeof(port), "%d", mgr_metrics_port(m));
+    write_port(c->port_file, mgr_metrics_port(m));
+    log_kv(LOG_INFO, "serving", "metricsPort", port, "identity", identity, "leaderElection",
+           c->leader_elect ? "true" : "false", LOG_END);
+    gw_rc rc = mgr_run(m, &stopping);
+    if(rc == GW_EDENIED)
+      code = 1; /* leadership lost: exit so a fresh process starts as a standby */
+    else if(rc)
+      code = 1;
+  }
+  mgr_free(m);
+  kube_client_free(lkube);
+  kube_client_free(kube);
+  kube_config_release(&lkc);
+  kube_config_release(&kc);
+  log_kv(LOG_INFO, "stopped", LOG_END);
+  return code;
+}
+
+int main(int argc, char **argv)
+{
+  struct controller_config c;
+  memset(&c, 0, sizeof(c));
+  char err[256];
+  gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));
+  if(rc == GW_ENOTFOUND) {
+    cfg_usage(stdout, "godwit-controller",
+              "Reconciles Migration, PtahSchema and PodMigration; writes status, conditions and "
+              "Events; leader-elected through a Lease.",
+              options);
+    return 0;
+  }
+  if(rc) {
+    fprintf(stderr, "godwit-controller: %s\n", err);
+    return 2;
+  }
+  int lvl = log_level_parse(c.log_level);
+  if(lvl < 0) {
+    fprintf(stderr, "godwit-controller: --log-level must be debug, info, warn or error\n");
+    return 2;
+  }
+  if(c.leader_elect && c.renew_deadline >= c.lease_duration) {
+    fprintf(stderr, "godwit-controller: --renew-deadline must be shorter than --lease-duration\n");
+    return 2;
+  }
+  log_set_level((enum log_level)lvl);
+  char identity[300];
+  if(c.identity && *c.identity) {
+    snprintf(identity, sizeof(identity), "%s", c.identity);
+  } else {
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  return run(&c, identity);
+}

@@ -1,0 +1,63 @@
+/*
+ * manager_int.h: the manager's insides, shared by manager.c and manager_metrics.c only.
+ */
+#ifndef GW_CTRL_MANAGER_INT_H
+#define GW_CTRL_MANAGER_INT_H
+
+#include <pthread.h>
+
+#include "manager.h"
+#include "metrics.h"
+
+struct health;
+
+#define MGR_MAX_INFORMERS 16
+#define MGR_MAX_CTRLS 16
+#define CTRL_MAX_WATCHES 8
+#define CTRL_MAX_WORKERS 64
+
+struct watch {
+  struct ctrl *c;
+  ctrl_map_fn map;
+  void *ctx;
+  char group[128], kind[128]; /* owner filter of ctrl_watch_owned */
+};
+
+struct ctrl {
+  struct mgr *m;
+  struct ctrl_def def;
+  char *name, *kind;
+  struct wq *q;
+  struct informer *inf;
+  int nworkers;
+  pthread_t threads[CTRL_MAX_WORKERS];
+  int nthreads;
+  struct watch watches[CTRL_MAX_WATCHES];
+  int nwatches;
+  pthread_mutex_t mu;
+  unsigned long long count[REC_NOUTCOMES];
+  struct hist dur[REC_NOUTCOMES];
+  unsigned long long st_written, st_unchanged, st_failed, st_conflicts;
+};
+
+struct mgr {
+  struct mgr_opts o;
+  struct informer *infs[MGR_MAX_INFORMERS];
+  int ninfs;
+  struct ctrl *ctrls[MGR_MAX_CTRLS];
+  int nctrls;
+  struct leader *leader;
+  struct recorder *rec;
+  struct health *health;
+  char *ns, *bind;
+  pthread_mutex_t mu;
+  bool started, synced, workers_running, stopping;
+  volatile int lost;
+};
+
+extern const char *const rec_outcome_names[REC_NOUTCOMES];
+
+/* A worker thread of a controller (manager_worker.c); arg is the struct ctrl. */
+void *mgr_worker(void *arg);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * godwit-runner: the steps that run inside runner Jobs. `godwit-runner STEP [flags]`; each step
+ * documents its flags with `godwit-runner STEP --help` and its exit codes in its header.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "preflight.h"
+
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} steps[] = {
+  { "preflight", preflight_main,
+    "check connectivity, the clone tier and the follow tier; grant what is missing" },
+};
+
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: godwit-runner STEP [flags]\n\nsteps:\n");
+  for(size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+    fprintf(out, "  %-12s %s\n", steps[i].name, steps[i].summary);
+  fprintf(out, "\n`godwit-runner STEP --help` lists a step's flags.\n");
+}
+
+int main(int argc, char **argv)
+{
+  if(argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 1 : 0;
+  }
+  for(size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+    if(!strcmp(argv[1], steps[i].name))
+      return steps[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "godwit-runner: unknown step \"%s\"\n", argv[1]);
+  usage(stderr);
+  return 1;
+}

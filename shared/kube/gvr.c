@@ -1,0 +1,14 @@
+/* The built-in resource types godwit talks to. */
+#include "kube.h"
+
+const struct kube_gvr KUBE_PODS = { "", "v1", "pods", true };
+const struct kube_gvr KUBE_JOBS = { "batch", "v1", "jobs", true };
+const struct kube_gvr KUBE_SECRETS = { "", "v1", "secrets", true };
+const struct kube_gvr KUBE_CONFIGMAPS = { "", "v1", "configmaps", true };
+/* core/v1 Events: what kubectl describe shows under "Events:". */
+const struct kube_gvr KUBE_EVENTS = { "", "v1", "events", true };
+const struct kube_gvr KUBE_LEASES = { "coordination.k8s.io", "v1", "leases", true };
+const struct kube_gvr KUBE_PVCS = { "", "v1", "persistentvolumeclaims", true };
+const struct kube_gvr KUBE_NAMESPACES = { "", "v1", "namespaces", false };
+const struct kube_gvr KUBE_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", true };
+const struct kube_gvr KUBE_NODES = { "", "v1", "nodes", false };

@@ -1,0 +1,178 @@
+/*
+ * jr.h: godwit-jobrunner, the local cluster's Job controller, scheduler and kubelet in one
+ * process (docs/dev/localcluster.md, "godwit-jobrunner").
+ *
+ * Threads
+ *   Two reflector threads (kube_reflector_run) keep the Job and Pod caches (cache.c) and wake the
+ *   main thread through a pipe. Everything else runs on the main thread: the kubelet (pods.c,
+ *   which starts and watches processes through proc.c), the scheduler (sched.c) and the Job
+ *   controller (jobs.c). Each pass is level-based: it re-reads a snapshot of the caches and
+ *   converges towards it, so a lost event costs one resync period, never a wrong state.
+ *
+ * Time
+ *   Deadlines and backoffs use the monotonic clock (jr_mono_ms); the wall clock is only for what
+ *   goes on the wire (metav1.Time, RFC 3339 in seconds). A module that needs to run again at a
+ *   given instant calls jr_wake_at(); the main loop sleeps until the earliest such instant or
+ *   the next event.
+ *
+ * Files (under --dir DIR)
+ *   logs/NS/POD/CONTAINER.log            what the container wrote to stdout and stderr
+ *   logs/NS/POD/CONTAINER.previous.log   the instance before the last restart
+ *   logs/NS/POD.log                      symlink to the first container's log
+ *   volumes/NS/CLAIM/                    a PersistentVolumeClaim's data (outlives Pods)
+ *   pods/UID/                            per-Pod: serviceaccount/, volumes/, termination logs
+ */
+#ifndef GW_JR_H
+#define GW_JR_H
+
+#include <cJSON.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+#include "kube/kube.h"
+#include "rc.h"
+
+struct jr_config {
+  const char *kubeconfig;
+  const char *context;
+  const char *dir;
+  const char *node_name;
+  const char *log_level;
+  const char *workdir;
+  long backoff_base_ms;
+  long backoff_max_ms;
+  long resync_ms;
+  long token_expiration_s;
+  const char *pass_env[CFG_MAX_LIST + 1];
+};
+
+/* A thread-safe set of objects of one resource, keyed by namespace/name. */
+struct jr_cache_ent {
+  char *key;
+  cJSON *obj;
+};
+#define JR_TOMBSTONES 256
+struct jr_cache {
+  pthread_mutex_t mu;
+  struct jr_cache_ent *v;
+  size_t n, cap;
+  bool synced; /* a first list arrived */
+  char tomb[JR_TOMBSTONES][64]; /* uids of the last objects deleted */
+  size_t ntomb;
+};
+
+struct jr_kubelet;
+struct jr_jobctl;
+struct jr_events;
+
+struct jr {
+  const struct jr_config *cfg;
+  struct kube_client *k;
+  char dir[PATH_MAX];
+  char workdir[PATH_MAX];
+  char api_host[256];
+  char api_port[16];
+  char *ca_pem; /* the API server's CA, written into each Pod's ca.crt */
+  struct jr_cache jobs, pods;
+  int wake_fd[2];
+  volatile int stop;
+  int64_t next_wake_ms;
+  bool mntns;   /* mount namespaces work: volumeMounts are bind mounts */
+  struct jr_kubelet *kubelet;
+  struct jr_jobctl *jobctl;
+  struct jr_events *events;
+};
+
+/* ---- util.c ---- */
+/* snprintf (what it returns, the output cut to len) for names and messages whose inputs may be
+ * long: a truncated message is still a message, and a truncated path fails where it is used. */
+int jr_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t jr_mono_ms(void);
+/* metav1.Time of t ("2024-05-01T12:00:00Z"); buf holds at least 21 bytes. */
+void jr_rfc3339(char *buf, size_t len, time_t t);
+/* Parses a metav1.Time; -1 when malformed. */
+time_t jr_parse_time(const char *s);
+/* Asks the main loop to run again no later than at (monotonic ms). */
+void jr_wake_at(struct jr *jr, int64_t at);
+/* Wakes the main loop now (any thread). */
+void jr_wake(struct jr *jr);
+/* mkdir -p; 0 or -1 with errno. */
+int jr_mkdirs(const char *path, mode_t mode);
+/* rm -rf; best effort. */
+void jr_rmtree(const char *path);
+/* Writes data to path atomically (temporary file and rename) with mode. 0 or -1. */
+int jr_write_file(const char *path, const void *data, size_t len, mode_t mode);
+/* Reads at most max bytes of path into a malloc'd NUL-terminated buffer, or NULL. */
+char *jr_read_file(const char *path, size_t max, size_t *len);
+/* Decodes standard base64; malloc'd (NUL-terminated for convenience), or NULL when invalid. */
+unsigned char *jr_base64_decode(const char *in, size_t *outlen);
+/* A JSON integer member (or dflt when missing or not a number). */
+long jr_json_long(const cJSON *o, const char *path, long dflt);
+/* True when the JSON member exists and is not null. */
+bool jr_json_has(const cJSON *o, const char *path);
+/* The condition of type in conditions (an array), or NULL. */
+const cJSON *jr_condition(const cJSON *conditions, const char *type);
+/* Sets cond{type,status,reason,message,lastTransitionTime[,lastProbeTime]} in the array conds,
+ * keeping lastTransitionTime when the status does not change. */
+void jr_set_condition(cJSON *conds, const cJSON *old_conds, const char *type, const char *status,
+                      const char *reason, const char *message, bool probe_time);
+/* "ns/name" of an object into buf. */
+const char *jr_key(const cJSON *obj, char *buf, size_t len);
+/* Whether obj carries a controller ownerReference with uid. */
+bool jr_owned_by(const cJSON *obj, const char *uid);
+/* Backoff: base * 2^(n-1), capped at max; 0 when n <= 0. */
+int64_t jr_backoff_ms(const struct jr *jr, int n, long cap_ms);
+
+/* ---- cache.c ---- */
+void jr_cache_init(struct jr_cache *c);
+void jr_cache_release(struct jr_cache *c);
+/* Replaces the whole set with copies of items (a JSON array). */
+void jr_cache_replace(struct jr_cache *c, const cJSON *items);
+/* Applies a watch event (ADDED, MODIFIED, DELETED) with a copy of obj. */
+void jr_cache_event(struct jr_cache *c, const char *type, const cJSON *obj);
+/* Inserts a copy of obj unless an object with its key is present or it was deleted: what was
+ * just created, so the next pass sees it even before its watch event. */
+void jr_cache_put_if_absent(struct jr_cache *c, const cJSON *obj);
+/* Replaces the cached object with obj (an answer to a write) when obj is newer; never inserts.
+ * Watch events older than what is cached are dropped, so a pass never sees a write undone. */
+void jr_cache_write_through(struct jr_cache *c, const cJSON *obj);
+/* A JSON array of copies of every object; NULL until the first list arrived. */
+cJSON *jr_cache_snapshot(struct jr_cache *c);
+
+/* ---- events.c: core/v1 Events, aggregated by (object, reason, message) ---- */
+gw_rc jr_events_init(struct jr *jr);
+void jr_events_free(struct jr *jr);
+void jr_event(struct jr *jr, const cJSON *obj, const char *kind, const char *api_version,
+              const char *type, const char *component, const char *reason, const char *fmt, ...)
+  __attribute__((format(printf, 8, 9)));
+
+/* ---- sched.c: the scheduler's share ---- */
+/* Registers the Node (best effort). */
+void sched_register_node(struct jr *jr);
+/* Whether the Pod is this node's: bound to it, or unbound and schedulable here. On a refusal
+ * *why gets the scheduler's message (malloc'd) and the result is false. */
+bool sched_fits(struct jr *jr, const cJSON *pod, char **why);
+/* Binds the Pod to this node (pods/NAME/binding). GW_OK also when the server has no binding
+ * subresource: the node then owns the Pod without spec.nodeName. */
+gw_rc sched_bind(struct jr *jr, const cJSON *pod);
+
+/* ---- pods.c: the kubelet ---- */
+gw_rc kubelet_init(struct jr *jr);
+/* One pass over the Pod snapshot. */
+void kubelet_sync(struct jr *jr, const cJSON *pods);
+/* A child exited (status from waitpid). Returns whether it belonged to a container. */
+bool kubelet_reaped(struct jr *jr, pid_t pid, int status);
+/* Stops every container (SIGTERM, then SIGKILL after at most grace_ms) and frees the kubelet. */
+void kubelet_shutdown(struct jr *jr, long grace_ms);
+
+/* ---- jobs.c: the Job controller ---- */
+gw_rc jobctl_init(struct jr *jr);
+void jobctl_sync(struct jr *jr, const cJSON *jobs, const cJSON *pods);
+void jobctl_free(struct jr *jr);
+
+#endif

@@ -1,0 +1,251 @@
+/* sched.c: the scheduler's share of a one-node cluster: the Node object, the filters that can
+ * refuse a Pod here (a missing or deleted PersistentVolumeClaim, nodeSelector and required node
+ * affinity against the Node's labels), and the binding. Messages are kube-scheduler's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "jr.h"
+#include "json.h"
+#include "log.h"
+#include "strbuf.h"
+
+#define PREEMPTION                                                                        \
+  " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+static cJSON *default_labels(const struct jr *jr)
+{
+  cJSON *l = cJSON_CreateObject();
+  cJSON_AddStringToObject(l, "kubernetes.io/hostname", jr->cfg->node_name);
+  cJSON_AddStringToObject(l, "kubernetes.io/os", "linux");
+  cJSON_AddStringToObject(l, "beta.kubernetes.io/os", "linux");
+#if defined(__aarch64__)
+  const char *arch = "arm64";
+#else
+  const char *arch = "amd64";
+#endif
+  cJSON_AddStringToObject(l, "kubernetes.io/arch", arch);
+  cJSON_AddStringToObject(l, "beta.kubernetes.io/arch", arch);
+  return l;
+}
+
+void sched_register_node(struct jr *jr)
+{
+  cJSON *n = cJSON_CreateObject();
+  cJSON_AddStringToObject(n, "apiVersion", "v1");
+  cJSON_AddStringToObject(n, "kind", "Node");
+  cJSON *md = cJSON_AddObjectToObject(n, "metadata");
+  cJSON_AddStringToObject(md, "name", jr->cfg->node_name);
+  cJSON_AddItemToObject(md, "labels", default_labels(jr));
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_create(jr->k, &KUBE_NODES, NULL, n, false, NULL, &st);
+  cJSON_Delete(n);
+  if(rc && rc != GW_ECONFLICT)
+    log_kv(LOG_WARN, "node not registered", "node", jr->cfg->node_name, "error",
+           st.message[0] ? st.message : gw_strerror(rc), LOG_END);
+
+  char now[32], cpus[16], patch[2048];
+  jr_rfc3339(now, sizeof(now), time(NULL));
+  jr_fmt(cpus, sizeof(cpus), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  long long memk = (long long)pages * psize / 1024;
+  struct utsname u;
+  if(uname(&u))
+    memset(&u, 0, sizeof(u));
+  jr_fmt(patch, sizeof(patch),
+           "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+           "\"reason\":\"KubeletReady\",\"message\":\"kubelet is posting ready status\","
+           "\"lastHeartbeatTime\":\"%s\",\"lastTransitionTime\":\"%s\"}],"
+           "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.0.1\"},"
+           "{\"type\":\"Hostname\",\"address\":\"%s\"}],"
+           "\"capacity\":{\"cpu\":\"%s\",\"memory\":\"%lldKi\",\"pods\":\"110\"},"
+           "\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"%lldKi\",\"pods\":\"110\"},"
+           "\"nodeInfo\":{\"kernelVersion\":\"%s\",\"osImage\":\"godwit local cluster\","
+           "\"containerRuntimeVersion\":\"godwit-jobrunner://1\",\"kubeletVersion\":\"v1.32.0\","
+           "\"operatingSystem\":\"linux\",\"architecture\":\"%s\",\"machineID\":\"\","
+           "\"systemUUID\":\"\",\"bootID\":\"\",\"kubeProxyVersion\":\"\"}}}",
+           now, now, jr->cfg->node_name, cpus, memk, cpus, memk, u.release,
+#if defined(__aarch64__)
+           "arm64"
+#else
+           "amd64"
+#endif
+  );
+  rc = kube_patch(jr->k, &KUBE_NODES, NULL, jr->cfg->node_name, KUBE_PATCH_MERGE, patch,
+                  "status", NULL, &st);
+  if(rc)
+    log_kv(LOG_DEBUG, "node status not written", "error",
+           st.message[0] ? st.message : gw_strerror(rc), LOG_END);
+  kube_status_release(&st);
+}
+
+/* The Node's labels as the API server has them, else the ones this node registers with. */
+static cJSON *node_labels(struct jr *jr)
+{
+  cJSON *node = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_get(jr->k, &KUBE_NODES, NULL, jr->cfg->node_name, &node, &st);
+  kube_status_release(&st);
+  cJSON *l = rc ? NULL : json_detach(node, "metadata.labels");
+  cJSON_Delete(node);
+  return l ? l : default_labels(jr);
+}
+
+static bool in_values(const cJSON *values, const char *v)
+{
+  const cJSON *x;
+  cJSON_ArrayForEach(x, values)
+  {
+    if(cJSON_IsString(x) && v && !strcmp(x->valuestring, v))
+      return true;
+  }
+  return false;
+}
+
+/* One nodeSelectorRequirement against the labels. */
+static bool requirement_ok(const cJSON *req, const cJSON *labels)
+{
+  const char *key = json_get_str(req, "key");
+  const char *op = json_get_str(req, "operator");
+  const cJSON *values = json_get(req, "values");
+  /* Not json_get: label keys have dots. */
+  const cJSON *lv = key ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
+  const char *v = cJSON_IsString(lv) ? lv->valuestring : NULL;
+  if(!op)
+    return false;
+  if(!strcmp(op, "In"))
+    return v && in_values(values, v);
+  if(!strcmp(op, "NotIn"))
+    return !v || !in_values(values, v);
+  if(!strcmp(op, "Exists"))
+    return v != NULL;
+  if(!strcmp(op, "DoesNotExist"))
+    return v == NULL;
+  if(!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
+    const cJSON *first = cJSON_GetArrayItem(values, 0);
+    if(!v || !cJSON_IsString(first))
+      return false;
+    long a = strtol(v, NULL, 10), b = strtol(first->valuestring, NULL, 10);
+    return op[0] == 'G' ? a > b : a < b;
+  }
+  return false;
+}
+
+static bool node_matches(const cJSON *pod, const cJSON *labels)
+{
+  const cJSON *sel;
+  cJSON_ArrayForEach(sel, json_get(pod, "spec.nodeSelector"))
+  {
+    const cJSON *lv = cJSON_GetObjectItemCaseSensitive(labels, sel->string);
+    if(!cJSON_IsString(sel) || !cJSON_IsString(lv) || strcmp(sel->valuestring, lv->valuestring))
+      return false;
+  }
+  const cJSON *terms = json_get(pod, "spec.affinity.nodeAffinity."
+                                     "requiredDuringSchedulingIgnoredDuringExecution");
+  terms = cJSON_GetObjectItemCaseSensitive(terms, "nodeSelectorTerms");
+  if(!cJSON_GetArraySize(terms))
+    return true;
+  const cJSON *t; /* terms are ORed, requirements within a term ANDed */
+  cJSON_ArrayForEach(t, terms)
+  {
+    bool ok = true;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "matchExpressions"))
+      ok = ok && requirement_ok(r, labels);
+    if(ok)
+      return true;
+  }
+  return false;
+}
+
+bool sched_fits(struct jr *jr, const cJSON *pod, char **why)
+{
+  *why = NULL;
+  const char *ns = json_get_str(pod, "metadata.namespace");
+  const cJSON *v;
+  cJSON_ArrayForEach(v, json_get(pod, "spec.volumes"))
+  {
+    const char *claim = json_get_str(v, "persistentVolumeClaim.claimName");
+    if(!claim)
+      continue;
+    cJSON *pvc = NULL;
+    struct kube_status st;
+    kube_status_init(&st);
+    gw_rc rc = kube_get(jr->k, &KUBE_PVCS, ns, claim, &pvc, &st);
+    kube_status_release(&st);
+    char msg[1024] = "";
+    if(rc == GW_ENOTFOUND)
+      jr_fmt(msg, sizeof(msg), "0/1 nodes are available: persistentvolumeclaim \"%s\" not found.",
+               claim);
+    else if(rc)
+      jr_fmt(msg, sizeof(msg), "0/1 nodes are available: error getting PVC \"%s/%s\": %s.", ns,
+               claim, gw_strerror(rc));
+    else if(jr_json_has(pvc, "metadata.deletionTimestamp"))
+      jr_fmt(msg, sizeof(msg),
+               "0/1 nodes are available: persistentvolumeclaim \"%s\" is being deleted.", claim);
+    cJSON_Delete(pvc);
+    if(*msg) {
+      size_t n = strlen(msg) + sizeof(PREEMPTION);
+      *why = malloc(n);
+      if(*why)
+        jr_fmt(*why, n, "%s%s", msg, PREEMPTION);
+      return false;
+    }
+  }
+  if(json_get(pod, "spec.nodeSelector") || json_get(pod, "spec.affinity.nodeAffinity")) {
+    cJSON *labels = node_labels(jr);
+    bool ok = node_matches(pod, labels);
+    cJSON_Delete(labels);
+    if(!ok) {
+      *why = strdup("0/1 nodes are available: 1 node(s) didn't match Pod's node "
+                    "affinity/selector." PREEMPTION);
+      return false;
+    }
+  }
+  return true;
+}
+
+gw_rc sched_bind(struct jr *jr, const cJSON *pod)
+{
+  const char *ns = json_get_str(pod, "metadata.namespace");
+  const char *name = json_get_str(pod, "metadata.name");
+  const char *uid = json_get_str(pod, "metadata.uid");
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddStringToObject(b, "apiVersion", "v1");
+  cJSON_AddStringToObject(b, "kind", "Binding");
+  cJSON *md = cJSON_AddObjectToObject(b, "metadata");
+  cJSON_AddStringToObject(md, "name", name);
+  cJSON_AddStringToObject(md, "namespace", ns);
+  if(uid)
+    cJSON_AddStringToObject(md, "uid", uid);
+  cJSON *t = cJSON_AddObjectToObject(b, "target");
+  cJSON_AddStringToObject(t, "apiVersion", "v1");
+  cJSON_AddStringToObject(t, "kind", "Node");
+  cJSON_AddStringToObject(t, "name", jr->cfg->node_name);
+  char *body = cJSON_PrintUnformatted(b);
+  cJSON_Delete(b);
+  if(!body)
+    return GW_ENOMEM;
+  struct strbuf p;
+  strbuf_init(&p, 2048);
+  gw_rc rc = strbuf_addf(&p, "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
+  struct kube_status st;
+  kube_status_init(&st);
+  if(!rc)
+    rc = kube_request(jr->k, "POST", strbuf_str(&p), "application/json", body, NULL, &st);
+  /* A server without the binding subresource answers 404 about the path (not about the Pod)
+   * or 405: this node owns the Pod anyway, without spec.nodeName. */
+  if(st.code == 405 || (rc == GW_ENOTFOUND && !strstr(st.message, "pods \"")))
+    rc = GW_OK;
+  if(rc)
+    log_kv(LOG_WARN, "pod not bound", "pod", name, "error",
+           st.message[0] ? st.message : gw_strerror(rc), LOG_END);
+  kube_status_release(&st);
+  strbuf_release(&p);
+  cJSON_free(body);
+  return rc;
+}
