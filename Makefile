@@ -129,7 +129,7 @@ test-integration: all $(BUILD)/tests/integration
 
 # The local cluster: API server, client, job runner, controller manager, real kubectl.
 test-cluster: all $(BUILD)/tests/cluster
-	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/cluster --jobs 1
+	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/cluster --jobs 2
 
 # The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: deps

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "strbuf.h"
 
 static const char *root_dir(void)
@@ -271,4 +272,14 @@ int cl_eventually(int timeout_ms, int (*fn)(void *), void *arg)
     struct timespec d = { 0, 50 * 1000000L };
     nanosleep(&d, NULL);
   }
+}
+
+/* In-process components (the manager, the client) log at error level in tests unless
+ * GODWIT_TEST_LOG_LEVEL says otherwise: the suite's output stays readable, failures keep their
+ * own messages. */
+__attribute__((constructor)) static void harness_quiet_logs(void)
+{
+  const char *l = getenv("GODWIT_TEST_LOG_LEVEL");
+  int lvl = l ? log_level_parse(l) : -1;
+  log_set_level(lvl >= 0 ? (enum log_level)lvl : LOG_ERROR);
 }

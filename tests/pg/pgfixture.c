@@ -264,7 +264,7 @@ static int spawn(struct pgfx *pg)
     int nul = open("/dev/null", O_RDONLY);
     if(nul >= 0)
       dup2(nul, 0);
-    execl(PG_BIN "/postgres", "postgres", "-D", pg->data, (char *)NULL);
+    execl(PG_BIN "/postgres", PG_BIN "/postgres", "-D", pg->data, (char *)NULL);
     _exit(127);
   }
   pg->pid = pid;
