@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 static gw_rc set(const struct cfg_opt *o, void *cfg, const char *val, char *err, size_t errlen)
 {
   char *p = (char *)cfg + o->offset;
@@ -125,4 +127,31 @@ void cfg_usage(FILE *out, const char *prog, const char *summary, const struct cf
       fprintf(out, " [$%s]", o->env);
     fputc('\n', out);
   }
+}
+
+int cfg_main(const struct cfg_opt *opts, void *cfg, int argc, char **argv, const char *prog,
+             const char *summary)
+{
+  char err[512];
+  gw_rc rc = cfg_parse(opts, cfg, argc, argv, err, sizeof(err));
+  if(rc == GW_ENOTFOUND) {
+    cfg_usage(stdout, prog, summary, opts);
+    return 0;
+  }
+  if(rc) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    return 2;
+  }
+  const struct cfg_opt *ll = find(opts, "log-level", 9);
+  if(ll && ll->type == CFG_STR) {
+    const char *v = *(const char **)((char *)cfg + ll->offset);
+    int lvl = v ? log_level_parse(v) : LOG_INFO;
+    if(lvl < 0) {
+      fprintf(stderr, "%s: --log-level must be debug, info, warn or error, got \"%s\"\n", prog,
+              v);
+      return 2;
+    }
+    log_set_level((enum log_level)lvl);
+  }
+  return -1;
 }

@@ -34,5 +34,10 @@ struct cfg_opt {
 gw_rc cfg_parse(const struct cfg_opt *opts, void *cfg, int argc, char **argv, char *err,
                 size_t errlen) GW_MUST_CHECK;
 void cfg_usage(FILE *out, const char *prog, const char *summary, const struct cfg_opt *opts);
+/* The common start of a program: cfg_parse, --help answered with the usage, an error reported as
+ * "prog: reason", and the log level set from the option named "log-level" when the table has one.
+ * Returns -1 to go on, else the exit code main should return (0 after --help, 2 on a bad flag). */
+int cfg_main(const struct cfg_opt *opts, void *cfg, int argc, char **argv, const char *prog,
+             const char *summary);
 
 #endif

@@ -143,24 +143,11 @@ static int serve(const struct webhook_config *c)
 int main(int argc, char **argv)
 {
   struct webhook_config c;
-  char err[256];
-  gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));
-  if(rc == GW_ENOTFOUND) {
-    cfg_usage(stdout, "godwit-webhook",
-              "HTTPS admission (mutating, validating) and conversion webhook for godwit's kinds.",
-              options);
-    return 0;
-  }
-  if(rc) {
-    fprintf(stderr, "godwit-webhook: %s\n", err);
-    return 2;
-  }
-  int lvl = log_level_parse(c.log_level);
-  if(lvl < 0) {
-    fprintf(stderr, "godwit-webhook: --log-level must be debug, info, warn or error\n");
-    return 2;
-  }
-  log_set_level((enum log_level)lvl);
+  int code = cfg_main(options, &c, argc, argv, "godwit-webhook",
+                      "HTTPS admission (mutating, validating) and conversion webhook for godwit's "
+                      "kinds.");
+  if(code >= 0)
+    return code;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = on_signal;
@@ -170,7 +157,7 @@ int main(int argc, char **argv)
   tls_store_init(c.tls_cert, c.tls_key);
   policy_store_init(c.policy);
   reload_all(true);
-  int code = serve(&c);
+  code = serve(&c);
   tls_store_shutdown();
   policy_store_shutdown();
   return code;

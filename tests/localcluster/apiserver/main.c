@@ -124,24 +124,14 @@ static char *slurp(const char *path)
 
 int main(int argc, char **argv)
 {
-  char err[256];
-  gw_rc rc = cfg_parse(options, &ls_cfg, argc, argv, err, sizeof(err));
-  if(rc == GW_ENOTFOUND) {
-    cfg_usage(stdout, "godwit-apiserver", "The local cluster's Kubernetes API server (tests).",
-              options);
-    return 0;
-  }
-  if(rc) {
-    fprintf(stderr, "godwit-apiserver: %s\n", err);
+  int code = cfg_main(options, &ls_cfg, argc, argv, "godwit-apiserver",
+                      "The local cluster's Kubernetes API server (tests).");
+  if(code >= 0)
+    return code;
+  if(!ls_cfg.tls_cert || !ls_cfg.tls_key) {
+    fprintf(stderr, "godwit-apiserver: --tls-cert and --tls-key are required\n");
     return 2;
   }
-  int lvl = log_level_parse(ls_cfg.log_level);
-  if(lvl < 0 || !ls_cfg.tls_cert || !ls_cfg.tls_key) {
-    fprintf(stderr, "godwit-apiserver: --tls-cert and --tls-key are required; --log-level must "
-                    "be debug, info, warn or error\n");
-    return 2;
-  }
-  log_set_level((enum log_level)lvl);
   if(auth_init(ls_cfg.token_auth_file)) {
     fprintf(stderr, "godwit-apiserver: cannot read --token-auth-file %s\n",
             ls_cfg.token_auth_file);
@@ -162,6 +152,7 @@ int main(int argc, char **argv)
   static const struct ls_core_ops ops = { cluster_ops_namespace };
   ls_hooks_init(&ops, ls_cfg.service_map);
   bootstrap();
+  char err[256];
   if(http_start(err, sizeof(err))) {
     log_kv(LOG_ERROR, "cannot start", "reason", err, LOG_END);
     return 1;

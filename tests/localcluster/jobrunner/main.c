@@ -240,20 +240,11 @@ static void run(struct jr *jr)
 int main(int argc, char **argv)
 {
   struct jr_config cfg = { 0 };
-  char err[1024];
-  gw_rc rc = cfg_parse(options, &cfg, argc, argv, err, sizeof(err));
-  if(rc == GW_ENOTFOUND)
-    return 0;
-  if(rc) {
-    fprintf(stderr, "godwit-jobrunner: %s\n", err);
-    return 2;
-  }
-  int lvl = log_level_parse(cfg.log_level);
-  if(lvl < 0) {
-    fprintf(stderr, "godwit-jobrunner: unknown --log-level \"%s\"\n", cfg.log_level);
-    return 2;
-  }
-  log_set_level((enum log_level)lvl);
+  int code = cfg_main(options, &cfg, argc, argv, "godwit-jobrunner",
+                      "The local cluster's Job controller and kubelet (tests): Jobs into Pods, "
+                      "Pods into local processes.");
+  if(code >= 0)
+    return code;
   arena_install_json_hooks();
 
   if(pipe2(sig_fd, O_CLOEXEC | O_NONBLOCK)) {
@@ -273,7 +264,8 @@ int main(int argc, char **argv)
 
   struct jr jr = { 0 };
   jr.wake_fd[0] = jr.wake_fd[1] = -1;
-  rc = setup(&jr, &cfg, err, sizeof(err));
+  char err[1024];
+  gw_rc rc = setup(&jr, &cfg, err, sizeof(err));
   if(rc) {
     log_kv(LOG_ERROR, "cannot start", "error", err, LOG_END);
     return 1;
