@@ -30,6 +30,10 @@ struct controller_config {
   long retry_period;
   long resync;
   const char *log_level;
+  /* the Migration controller */
+  const char *runner_image;
+  long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
+    cleanup_attempts, db_timeout;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -64,6 +68,24 @@ static const struct cfg_opt options[] = {
     "seconds between full resyncs of every cached object (0: never)" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug (one line per reconcile), info, warn or error" },
+  { "runner-image", "GODWIT_RUNNER_IMAGE", CFG_STR, "ghcr.io/godwit-dev/godwit:latest", 0, 0,
+    O(runner_image), "image of the runner Jobs, and of the pgcopydb worker by default" },
+  { "probe-interval-ms", "GODWIT_PROBE_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
+    O(probe_interval), "at most one pg_stat_activity sample of a copying target per interval" },
+  { "lag-interval-ms", "GODWIT_LAG_INTERVAL_MS", CFG_INT, "10000", 100, 600000,
+    O(lag_interval), "replication lag samples of a live migration, one per interval" },
+  { "poll-interval-ms", "GODWIT_POLL_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
+    O(poll_interval), "look at a running Job again after this long (Job and Pod changes "
+    "reconcile at once)" },
+  { "zombie-grace-ms", "GODWIT_ZOMBIE_GRACE_MS", CFG_INT, "60000", 1000, 3600000,
+    O(zombie_grace), "a worker Pod alive this long after pgcopydb's fatal exit is removed "
+    "(WorkerZombie)" },
+  { "step-attempts", "GODWIT_STEP_ATTEMPTS", CFG_INT, "5", 1, 50, O(step_attempts),
+    "attempts of a runner step (preflight, catalog, verify, reown, compare) without a verdict" },
+  { "cleanup-attempts", "GODWIT_CLEANUP_ATTEMPTS", CFG_INT, "3", 1, 50, O(cleanup_attempts),
+    "attempts of the cleanup Job before CleanupFailed" },
+  { "db-timeout", "GODWIT_DB_TIMEOUT", CFG_INT, "5", 1, 300, O(db_timeout),
+    "seconds: connect and statement timeout of the controller's own database samples" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -130,8 +152,18 @@ static int run(const struct controller_config *c, const char *identity)
   mo.identity = identity;
   mo.metrics_port = (int)c->metrics_port;
   mo.bind = c->bind;
+  struct migration_opts mig = {
+    .runner_image = c->runner_image,
+    .probe_interval_ms = c->probe_interval,
+    .lag_interval_ms = c->lag_interval,
+    .poll_interval_ms = c->poll_interval,
+    .zombie_grace_ms = c->zombie_grace,
+    .step_attempts = (int)c->step_attempts,
+    .cleanup_attempts = (int)c->cleanup_attempts,
+    .connect_timeout_s = c->db_timeout,
+  };
   char err[256] = "";
-  if(!code && (mgr_new(&m, &mo) || migration_register(m, NULL))) {
+  if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
     code = 1;
   }

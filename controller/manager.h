@@ -159,6 +159,11 @@ int mgr_metrics_port(const struct mgr *m);
 struct recorder *mgr_recorder(struct mgr *m);
 struct leader *mgr_leader(struct mgr *m);
 gw_rc mgr_render_metrics(struct mgr *m, struct strbuf *sb) GW_MUST_CHECK;
+/* More series for /metrics, rendered after the manager's own (a controller's per-object
+ * gauges). Before mgr_start only; at most MGR_MAX_METRICS. */
+#define MGR_MAX_METRICS 8
+typedef gw_rc (*mgr_metrics_fn)(void *ctx, struct strbuf *sb);
+gw_rc mgr_add_metrics(struct mgr *m, mgr_metrics_fn fn, void *ctx) GW_MUST_CHECK;
 
 /* Reconcile counts of a controller, by result. */
 enum rec_outcome { REC_SUCCESS, REC_REQUEUE, REC_ERROR, REC_TERMINAL, REC_NOUTCOMES };

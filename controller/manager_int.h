@@ -50,6 +50,9 @@ struct mgr {
   struct recorder *rec;
   struct health *health;
   char *ns, *bind;
+  mgr_metrics_fn metrics_fn[MGR_MAX_METRICS];
+  void *metrics_ctx[MGR_MAX_METRICS];
+  int nmetrics;
   pthread_mutex_t mu;
   bool started, synced, workers_running, stopping;
   volatile int lost;

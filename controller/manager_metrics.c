@@ -190,7 +190,18 @@ gw_rc mgr_render_metrics(struct mgr *m, struct strbuf *sb)
     rc = informers(m, sb);
   if(!rc)
     rc = leader_and_events(m, sb);
+  for(int i = 0; i < m->nmetrics && !rc; i++)
+    rc = m->metrics_fn[i](m->metrics_ctx[i], sb);
   if(!rc)
     rc = kube_client_metrics(m->o.kube, sb);
   return rc;
+}
+
+gw_rc mgr_add_metrics(struct mgr *m, mgr_metrics_fn fn, void *ctx)
+{
+  if(m->started || m->nmetrics == MGR_MAX_METRICS || !fn)
+    return GW_EINVAL;
+  m->metrics_fn[m->nmetrics] = fn;
+  m->metrics_ctx[m->nmetrics++] = ctx;
+  return GW_OK;
 }

@@ -1,13 +1,20 @@
 /*
  * migration.h: the Migration controller (pgcopydb.io, seed 000).
  *
- * This stage holds one step, the first observation (observe.c): a Migration without
- * status.phase gets status.phase Pending and status.observedGeneration, written through /status,
- * once. API-server creation does not initialize status, so Pending is the controller's record
- * that it has seen the object, before validation or provisioning. The step is idempotent (a
- * Migration with any phase is left alone) and conflict-safe (status.c re-reads and re-decides
- * on 409). Later steps (preflight, worker, probe, cutover, verify) run after it in the same
- * reconcile.
+ * migration_register_opts() registers the whole controller: it drives a Migration through the
+ * phases of seed 000 with runner Jobs (preflight, worker, catalog, cutover, verify, reown,
+ * compare, cleanup), a pg_stat_activity probe of the target and lag samples of the source, as
+ * docs/dev/migration-controller.md designs it. It watches the Migrations, their Jobs (owned)
+ * and their Pods (label godwit.dev/migration).
+ *
+ * Its first step is the first observation (observe.c): a Migration without status.phase gets
+ * status.phase Pending and status.observedGeneration, written through /status, once.
+ * API-server creation does not initialize status, so Pending is the controller's record that it
+ * has seen the object, before validation or provisioning. The step is idempotent (a Migration
+ * with any phase is left alone) and conflict-safe (status.c re-reads and re-decides on 409).
+ *
+ * migration_register() registers that first step alone: the manager's own tests use it as a
+ * small real reconciler.
  */
 #ifndef GW_CTRL_MIGRATION_H
 #define GW_CTRL_MIGRATION_H
@@ -20,14 +27,33 @@ extern const struct kube_gvr MIGRATION_GVR; /* pgcopydb.io/v1 migrations */
 
 #define MIGRATION_PHASE_PENDING "Pending"
 
+struct migration_opts {
+  const char *runner_image;   /* runner steps' image, and the worker's default */
+  long probe_interval_ms;     /* pg_stat_activity samples of the target (default 5000) */
+  long lag_interval_ms;       /* lag samples of the source (default 10000) */
+  long poll_interval_ms;      /* look again while a Job runs (default 5000) */
+  long zombie_grace_ms;       /* a worker Pod alive this long after its fatal exit (60000) */
+  int step_attempts;          /* attempts of a runner step that fails transiently (default 5) */
+  int cleanup_attempts;       /* attempts of the cleanup Job (default 3) */
+  long connect_timeout_s;     /* the controller's libpq connections (default 5) */
+};
+
 /* The first observation of *m (the object from the cache). When it writes, *m is replaced by
  * the stored object. GW_ENOTFOUND: the Migration is gone. */
 gw_rc migration_observe(struct rec_ctx *c, cJSON **m) GW_MUST_CHECK;
 
-/* The Migration reconcile (registered by migration_register). */
+/* The whole Migration reconcile (ctrl_def.user is the struct migration_opts). */
 struct rec_result migration_reconcile(struct rec_ctx *c);
 
-/* Registers the Migration controller ("migration") with the manager. */
+/* Registers the whole controller ("migration"); o is copied (its strings must outlive the
+ * manager); NULL: defaults. */
+gw_rc migration_register_opts(struct mgr *m, const struct migration_opts *o, struct ctrl **out)
+  GW_MUST_CHECK;
+/* Registers the first observation alone (see above). */
 gw_rc migration_register(struct mgr *m, struct ctrl **out) GW_MUST_CHECK;
+
+/* Prometheus series of every cached Migration (metrics.c), rendered into sb. */
+struct strbuf;
+gw_rc migration_metrics(void *ctx, struct strbuf *sb) GW_MUST_CHECK;
 
 #endif

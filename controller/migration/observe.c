@@ -39,7 +39,8 @@ gw_rc migration_observe(struct rec_ctx *c, cJSON **m)
   return rc;
 }
 
-struct rec_result migration_reconcile(struct rec_ctx *c)
+/* The first observation alone (migration_register). */
+static struct rec_result observe_only(struct rec_ctx *c)
 {
   cJSON *m = rec_get(c);
   if(!m)
@@ -53,7 +54,7 @@ struct rec_result migration_reconcile(struct rec_ctx *c)
 
 gw_rc migration_register(struct mgr *m, struct ctrl **out)
 {
-  static const struct ctrl_def def = { "migration", "Migration", &MIGRATION_GVR,
-                                       migration_reconcile, NULL, 0, NULL };
+  static const struct ctrl_def def = { "migration", "Migration", &MIGRATION_GVR, observe_only,
+                                       NULL, 0, NULL };
   return mgr_add_controller(m, &def, out);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "preflight.h"
+#include "step.h"
 
 static const struct {
   const char *name;
@@ -14,6 +15,12 @@ static const struct {
 } steps[] = {
   { "preflight", preflight_main,
     "check connectivity, the clone tier and the follow tier; grant what is missing" },
+  { "catalog", catalog_main, "count the tables pgcopydb finished, from its work dir" },
+  { "cutover", cutover_main, "set pgcopydb's end position and nudge the source" },
+  { "verify", verify_main, "prove the drain (origin progress or data compare); sync sequences" },
+  { "compare", compare_main, "compare schema and/or data of source and target" },
+  { "cleanup", cleanup_main, "drop the replication slot, publication, origin and sentinel" },
+  { "reown", reown_main, "hand the migration role's objects over to the owner after restore" },
 };
 
 static void usage(FILE *out)

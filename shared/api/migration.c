@@ -259,6 +259,60 @@ static const struct sch_field v1_spec[] = {
   { 0 }
 };
 
+static const char *const step_results[] = { "Running", "Passed", "Failed", NULL };
+
+/* One runner step's progress: the Job <name>-<step>-<attempt> in use and, once decided, what it
+ * came to. A controller restart reads this instead of the Jobs. */
+static const struct sch_field step_fields[] = {
+  { .name = "attempt", .type = SCH_INT, .flags = SCH_HAS_MIN | SCH_HAS_MAX, .min = 0, .max = 99,
+    .desc = "The attempt number of the step's current Job (<name>-<step>-<attempt>)." },
+  { .name = "result", .type = SCH_STRING, .enums = step_results,
+    .desc = "Running until the step is decided, then Passed or Failed." },
+  { .name = "message", .type = SCH_STRING, .max_len = 4096,
+    .desc = "What the step reported, for people (scrubbed of credentials)." },
+  { 0 }
+};
+
+static const struct sch_field steps_fields[] = {
+  { .name = "probe", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "The pgcopydb version probe of spec.worker.image (when it is not the runner's "
+            "image)." },
+  { .name = "preflight", .type = SCH_OBJECT, .fields = step_fields, .desc = "The preflight." },
+  { .name = "catalog", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "The read of pgcopydb's own progress in the work directory (clone-only)." },
+  { .name = "cutover", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "Setting the end position (live)." },
+  { .name = "verify", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "The drain verification and the sequence sync (live)." },
+  { .name = "reown", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "The ownership handover (spec.clone.ownerAfterRestore)." },
+  { .name = "compare", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "The compare checks of spec.verify.compare." },
+  { .name = "cleanup", .type = SCH_OBJECT, .fields = step_fields,
+    .desc = "Removing the slot, publication, origin and sentinel from the source (live)." },
+  { 0 }
+};
+
+static const struct sch_field preflight_summary_fields[] = {
+  { .name = "checks", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "Checks that passed in the preflight's last round." },
+  { .name = "remediated", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "Grants applied through spec.superuserSecretRef (in a dry run: that would be)." },
+  { 0 }
+};
+
+static const struct sch_field probe_fields[] = {
+  { .name = "time", .type = SCH_TIME, .desc = "When the target was last sampled." },
+  { .name = "copyWorkers", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "This migration's COPY connections on the target." },
+  { .name = "otherWorkers", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "This migration's other active connections on the target (indexes, constraints, "
+            "vacuum, post-data)." },
+  { .name = "targetSizeBytes", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "pg_database_size of the target database." },
+  { 0 }
+};
+
 static const struct sch_field v1_status[] = {
   { .name = "phase", .type = SCH_STRING, .enums = migration_phases,
     .desc = "One word for what the migration is doing now (the printer column). Automation "
@@ -285,6 +339,27 @@ static const struct sch_field v1_status[] = {
     .desc = "When the controller first acted on the migration." },
   { .name = "completionTime", .type = SCH_TIME,
     .desc = "When the migration reached Completed or Failed." },
+  { .name = "suspendedFrom", .type = SCH_STRING, .enums = migration_phases,
+    .desc = "The phase a suspension interrupted; resuming returns to it." },
+  { .name = "catchUpSamples", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "Consecutive lag samples at or below spec.follow.maxCatchupLag (live)." },
+  { .name = "copyingDataSeen", .type = SCH_BOOL,
+    .desc = "The probe has seen this attempt's COPY workers on the target." },
+  { .name = "baseCopyLogged", .type = SCH_BOOL,
+    .desc = "The worker logged that the base copy finished (live)." },
+  { .name = "restartNextAttempt", .type = SCH_BOOL,
+    .desc = "The next worker attempt starts over (--restart --drop-if-exists) instead of "
+            "resuming, because the last one failed where pgcopydb cannot resume." },
+  { .name = "zombieSince", .type = SCH_TIME,
+    .desc = "When the worker Pod was first seen alive after its supervisor's fatal exit." },
+  { .name = "slotName", .type = SCH_STRING, .max_len = 63,
+    .desc = "The replication slot (and origin) of a live migration, chosen once." },
+  { .name = "preflight", .type = SCH_OBJECT, .fields = preflight_summary_fields,
+    .desc = "What the preflight counted." },
+  { .name = "lastProbe", .type = SCH_OBJECT, .fields = probe_fields,
+    .desc = "The last pg_stat_activity sample of the target during the copy." },
+  { .name = "steps", .type = SCH_OBJECT, .fields = steps_fields,
+    .desc = "The runner steps' attempts and results." },
   { 0 }
 };
 

@@ -1,0 +1,105 @@
+/* Clone-only, once the worker exited 0: the catalog Job <name>-catalog-<n> mounts the same work
+ * dir (the worker is gone, so reading pgcopydb's catalog cannot kill it) and counts the tables
+ * done: CloneSucceeded, or CloneIncomplete (terminal). Then the handover, then Verifying or
+ * Completed. See docs/dev/migration-controller.md, step 2. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "mig.h"
+#include "strbuf.h"
+
+static const char *const runner_command[] = { "godwit-runner", NULL };
+
+static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
+{
+  (void)ctx;
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateString("catalog"));
+  cJSON_AddItemToArray(a, cJSON_CreateString("--dir"));
+  cJSON_AddItemToArray(a, cJSON_CreateString(MIG_WORK_DIR));
+  s->step = "catalog";
+  s->attempt = attempt;
+  s->image = m->o->runner_image;
+  s->container = "runner";
+  s->command = runner_command;
+  s->args = a;
+  s->workdir = true;
+}
+
+/* The tables the report names as not done, "a.b, c.d (and 3 more)". */
+static void not_done(const cJSON *report, char *buf, size_t len)
+{
+  struct strbuf sb;
+  strbuf_init(&sb, len > 1 ? len - 1 : 1);
+  const cJSON *it;
+  int i = 0;
+  gw_rc rc = GW_OK;
+  cJSON_ArrayForEach(it, json_get(report, "notDone"))
+  {
+    const char *t = cJSON_IsString(it) ? it->valuestring : json_get_str(it, "table");
+    if(t && !rc && i < 20)
+      rc = strbuf_addf(&sb, "%s%s", i ? ", " : "", t);
+    i++;
+  }
+  if(i > 20 && !rc)
+    rc = strbuf_addf(&sb, " (and %d more)", i - 20);
+  snprintf(buf, len, "%s", rc ? "" : strbuf_str(&sb));
+  strbuf_release(&sb);
+}
+
+/* CloneCompleted from the catalog. true once decided (either way). */
+static bool catalog(struct mig *m)
+{
+  if(cond_is_true(m->obj, C_CLONE))
+    return true;
+  struct step_run r = { .step = "catalog", .max_attempts = m->o->step_attempts };
+  enum step_outcome o = mig_step_drive(m, &r, render, NULL);
+  const cJSON *rep = r.v.report;
+  const cJSON *total = json_get(rep, "tablesTotal"), *done = json_get(rep, "tablesDone");
+  char names[1024];
+  not_done(rep, names, sizeof(names));
+  const char *verdict = json_get_str(rep, "verdict");
+  bool incomplete = (verdict && !strcmp(verdict, "CloneIncomplete")) ||
+                    (o == STEP_FAILED && *names);
+  if(o == STEP_PASSED || (o == STEP_FAILED && !incomplete)) {
+    if(cJSON_IsNumber(total) && cJSON_IsNumber(done))
+      mig_cond(m, C_CLONE, COND_TRUE, "CloneSucceeded",
+               "the worker Job finished and pgcopydb's catalog counts every table done (%d of "
+               "%d)", (int)done->valuedouble, (int)total->valuedouble);
+    else
+      mig_cond(m, C_CLONE, COND_TRUE, "CloneSucceeded",
+               "the worker Job finished; pgcopydb's catalog could not be read: %s", r.message);
+    mig_step_set(m, "catalog", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
+    mig_requeue(m, 1);
+  } else if(o == STEP_FAILED) {
+    mig_step_set(m, "catalog", r.attempt, "Failed", r.message);
+    mig_cond(m, C_CLONE, COND_FALSE, "CloneIncomplete",
+             "the worker exited 0, but pgcopydb's catalog counts %d of %d tables not done: %s",
+             cJSON_IsNumber(total) && cJSON_IsNumber(done)
+               ? (int)(total->valuedouble - done->valuedouble) : 0,
+             cJSON_IsNumber(total) ? (int)total->valuedouble : 0, names);
+    mig_fail(m, "CloneIncomplete",
+             "the worker exited 0 while pgcopydb's catalog counts tables not done (%s): do not "
+             "use the target as a complete copy", names);
+  }
+  step_run_release(&r);
+  return false;
+}
+
+void mig_clone_done(struct mig *m)
+{
+  if(m->phase == MP_CLONING) {
+    /* the worker exited: the copy is past, what remains is the tail of the clone */
+    mig_set_phase(m, MP_FINALIZING);
+    mig_requeue(m, 1);
+    return;
+  }
+  if(!catalog(m))
+    return;
+  enum step_outcome o = mig_ownership(m);
+  if(o == STEP_PASSED)
+    mig_finish(m);
+}

@@ -1,0 +1,150 @@
+/* The cleanup Job <name>-cleanup-<n> (slot, publication, origin, sentinel schema on the source)
+ * at the end of a live migration and when a live Migration is deleted (finalizer
+ * pgcopydb.io/cleanup); CleanupStarted, CleanupFailed. See docs/dev/migration-controller.md,
+ * steps 5 and 10. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "log.h"
+#include "mig.h"
+
+static const char *const runner_command[] = { "godwit-runner", NULL };
+
+static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
+{
+  (void)ctx;
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateString("cleanup"));
+  cJSON_AddItemToArray(a, cJSON_CreateString("--slot-name"));
+  cJSON_AddItemToArray(a, cJSON_CreateString(m->slot));
+  cJSON_AddItemToArray(a, cJSON_CreateString("--origin"));
+  cJSON_AddItemToArray(a, cJSON_CreateString(m->slot));
+  s->step = "cleanup";
+  s->attempt = attempt;
+  s->image = m->o->runner_image;
+  s->container = "runner";
+  s->command = runner_command;
+  s->args = a;
+  s->source = s->target = true;
+}
+
+static bool has_finalizer(const struct mig *m)
+{
+  const cJSON *f;
+  cJSON_ArrayForEach(f, json_get(m->obj, "metadata.finalizers"))
+    if(cJSON_IsString(f) && !strcmp(f->valuestring, MIG_FINALIZER))
+      return true;
+  return false;
+}
+
+gw_rc mig_finalizer(struct mig *m, bool want)
+{
+  if(has_finalizer(m) == want)
+    return GW_OK;
+  cJSON *obj = cJSON_Duplicate(m->obj, 1);
+  if(!obj)
+    return GW_ENOMEM;
+  cJSON *list = json_get_mut(obj, "metadata.finalizers");
+  if(want) {
+    if(!cJSON_IsArray(list)) {
+      list = cJSON_CreateArray();
+      if(json_set(obj, "metadata.finalizers", list)) {
+        cJSON_Delete(obj);
+        return GW_ENOMEM;
+      }
+    }
+    cJSON_AddItemToArray(list, cJSON_CreateString(MIG_FINALIZER));
+  } else {
+    for(int i = cJSON_GetArraySize(list) - 1; i >= 0; i--) {
+      const cJSON *f = cJSON_GetArrayItem(list, i);
+      if(cJSON_IsString(f) && !strcmp(f->valuestring, MIG_FINALIZER))
+        cJSON_DeleteItemFromArray(list, i);
+    }
+  }
+  json_remove(obj, "status"); /* the main resource ignores it; keep the body small */
+  cJSON *stored = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_update(m->rc->kube, &MIGRATION_GVR, m->ns, obj, NULL, &stored, &st);
+  if(rc)
+    log_kv(LOG_WARN, "cannot update the finalizers", "key", m->rc->key, "error",
+           gw_strerror(rc), "reason", st.reason, LOG_END);
+  kube_status_release(&st);
+  cJSON_Delete(obj);
+  if(!rc && stored) {
+    /* decide on from what is stored now (its resourceVersion guards the status write) */
+    cJSON_Delete(m->obj);
+    m->obj = stored;
+  } else {
+    cJSON_Delete(stored);
+  }
+  return rc;
+}
+
+enum step_outcome mig_cleanup(struct mig *m, bool deleting)
+{
+  if(!m->live || !*m->slot)
+    return STEP_PASSED;
+  const char *res = mig_step_result(m, "cleanup");
+  if(!strcmp(res, "Passed") || !strcmp(res, "Failed")) {
+    if(has_finalizer(m) && (deleting || !strcmp(res, "Passed")) && mig_finalizer(m, false))
+      mig_requeue(m, 1000);
+    return !strcmp(res, "Passed") ? STEP_PASSED : STEP_FAILED;
+  }
+  struct step_run r = { .step = "cleanup", .max_attempts = m->o->cleanup_attempts,
+                        .started_reason = "CleanupStarted",
+                        .started_fmt = "cleanup Job attempt %d created: the replication slot, "
+                                       "publication, origin and sentinel go" };
+  enum step_outcome o = mig_step_drive(m, &r, render, NULL);
+  if(o == STEP_PASSED) {
+    mig_step_set(m, "cleanup", r.attempt, "Passed", r.message);
+    mig_requeue(m, 1);
+  } else if(o == STEP_FAILED) {
+    mig_step_set(m, "cleanup", r.attempt, "Failed", r.message);
+    mig_event_if_written(m, EV_WARNING, "CleanupFailed",
+                         "cleanup failed after %d attempts (%s): the replication slot %s may "
+                         "still hold WAL on the source; remove it by hand: SELECT "
+                         "pg_drop_replication_slot('%s')", r.attempt, r.message, m->slot,
+                         m->slot);
+    mig_requeue(m, 1);
+  }
+  step_run_release(&r);
+  return STEP_WAIT;
+}
+
+gw_rc mig_deletion(struct mig *m)
+{
+  if(!has_finalizer(m))
+    return GW_OK; /* owned objects go with it (ownerReferences) */
+  /* the stream holds the slot: stop it first */
+  int n = (int)mig_status_int(m, "attempts", 0);
+  if(n > 0) {
+    struct job_view v;
+    if(mig_job_get(m, "worker", n, &v))
+      return GW_EIO;
+    enum job_state st = v.state;
+    job_view_release(&v);
+    if(st == JOB_PENDING || st == JOB_RUNNING) {
+      gw_rc rc = mig_job_delete(m, "worker", n);
+      mig_requeue(m, 1000);
+      return rc;
+    }
+    if(st == JOB_DELETING) {
+      mig_requeue(m, 1000);
+      return GW_OK;
+    }
+  }
+  if(!m->live || !*m->slot || mig_status_int(m, "attempts", 0) == 0) {
+    gw_rc rc = mig_finalizer(m, false);
+    return rc;
+  }
+  enum step_outcome o = mig_cleanup(m, true);
+  if(o != STEP_WAIT && has_finalizer(m)) {
+    gw_rc rc = mig_finalizer(m, false);
+    return rc;
+  }
+  return GW_OK;
+}

@@ -1,0 +1,96 @@
+/* The probe: pg_stat_activity on the target, counting this migration's copy workers and its other
+ * workers, never reading pgcopydb's catalog (a client reading it while the copy writes it can
+ * kill the workers). It sets CopyingData and moves Cloning to Finalizing; zero on both counts is
+ * the unknown answer and keeps the phase. See docs/dev/migration-controller.md, "The probe". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../conditions.h"
+#include "../ktime.h"
+#include "json.h"
+#include "log.h"
+#include "mig.h"
+
+/* Copy workers by connection (a COPY worker's connection outlives its statement), the others
+ * only while active; client backends only (a parallel CREATE INDEX shows its workers too). */
+static const char probe_sql[] =
+  "SELECT count(*) FILTER (WHERE query ILIKE 'copy %from stdin%'),"
+  "       count(*) FILTER (WHERE state = 'active' AND query NOT ILIKE 'copy %from stdin%'),"
+  "       pg_database_size(current_database())"
+  "  FROM pg_stat_activity"
+  " WHERE application_name = $1 AND backend_type = 'client backend'"
+  "   AND pid <> pg_backend_pid()";
+
+/* Milliseconds since the time in status path (RFC 3339, seconds), or a large number. */
+static long long since_ms(const struct mig *m, const char *path)
+{
+  const char *s = mig_status_str(m, path);
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  if(!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+    return 1LL << 40;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  return now_ms - (long long)timegm(&tm) * 1000;
+}
+
+long long mig_since_ms(const struct mig *m, const char *path)
+{
+  return since_ms(m, path);
+}
+
+void mig_probe(struct mig *m, const struct job_view *worker)
+{
+  (void)worker;
+  if(m->phase != MP_CLONING && m->phase != MP_FINALIZING)
+    return;
+  long long age = since_ms(m, "lastProbe.time");
+  if(age < m->o->probe_interval_ms) {
+    mig_requeue(m, (long)(m->o->probe_interval_ms - age));
+    return;
+  }
+  mig_requeue(m, m->o->probe_interval_ms);
+  char err[512];
+  PGconn *c = mig_pg_connect(m, false, err, sizeof(err));
+  if(!c) {
+    log_kv(LOG_INFO, "probe: no answer from the target", "key", m->rc->key, "reason", err,
+           LOG_END);
+    return; /* unknown: the phase stays */
+  }
+  const char *params[1] = { m->appname };
+  PGresult *r = PQexecParams(c, probe_sql, 1, NULL, params, NULL, NULL, 0);
+  long long copy = -1, other = -1, size = -1;
+  if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+    copy = atoll(PQgetvalue(r, 0, 0));
+    other = atoll(PQgetvalue(r, 0, 1));
+    size = atoll(PQgetvalue(r, 0, 2));
+  } else {
+    char *msg = mig_scrub(PQresultErrorMessage(r), 300);
+    log_kv(LOG_INFO, "probe: the query failed", "key", m->rc->key, "reason", msg ? msg : "",
+           LOG_END);
+    free(msg);
+  }
+  PQclear(r);
+  PQfinish(c);
+  if(copy < 0)
+    return;
+  mig_set_now(m, "lastProbe.time");
+  mig_set_int(m, "lastProbe.copyWorkers", copy);
+  mig_set_int(m, "lastProbe.otherWorkers", other);
+  mig_set_int(m, "lastProbe.targetSizeBytes", size);
+  int n = (int)mig_status_int(m, "attempts", 1);
+  bool seen = mig_status_bool(m, "copyingDataSeen");
+  if(copy > 0 && !seen) {
+    mig_set_bool(m, "copyingDataSeen", true);
+    if(!cond_is_true(m->obj, C_CLONE))
+      mig_cond(m, C_CLONE, COND_FALSE, "CopyingData",
+               "attempt %d: %lld COPY workers of this migration are connected to the target", n,
+               copy);
+  } else if(copy == 0 && other > 0 && seen && m->phase == MP_CLONING) {
+    /* the tail: indexes, constraints, vacuum, post-data; the target stops growing */
+    mig_set_phase(m, MP_FINALIZING);
+  }
+}

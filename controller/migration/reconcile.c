@@ -1,0 +1,290 @@
+/* The Migration reconcile: read the object fresh, the first observation (Pending), then one of
+ * deletion, the absorbing ends, suspension and resumption, or the step of the phase; the changes
+ * written once, the Events after. See mig.h and docs/dev/migration-controller.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "log.h"
+#include "mig.h"
+
+static const struct migration_opts defaults = {
+  .runner_image = "ghcr.io/godwit-dev/godwit:latest",
+  .probe_interval_ms = 5000,
+  .lag_interval_ms = 10000,
+  .poll_interval_ms = 5000,
+  .zombie_grace_ms = 60000,
+  .step_attempts = 5,
+  .cleanup_attempts = 3,
+  .connect_timeout_s = 5,
+};
+
+/* ---- the context ---- */
+
+void mig_init(struct mig *m, struct rec_ctx *rc, const struct migration_opts *o, cJSON *obj)
+{
+  memset(m, 0, sizeof(*m));
+  m->rc = rc;
+  m->o = o;
+  m->obj = obj;
+  m->ns = rc->ns;
+  m->name = rc->name;
+  snprintf(m->uid_buf, sizeof(m->uid_buf), "%s",
+           json_get_str(obj, "metadata.uid") ? json_get_str(obj, "metadata.uid") : "");
+  m->uid = m->uid_buf;
+  m->gen = obj_generation(obj);
+  m->phase = mig_phase_parse(json_get_str(obj, "status.phase"));
+  m->live = cJSON_IsObject(json_get(obj, "spec.follow"));
+  m->dry_run = cJSON_IsTrue(json_get(obj, "spec.dryRun"));
+  m->suspend = cJSON_IsTrue(json_get(obj, "spec.suspend"));
+  m->deleting = json_get(obj, "metadata.deletionTimestamp") != NULL;
+  const cJSON *bl = json_get(obj, "spec.backoffLimit");
+  m->backoff_limit = cJSON_IsNumber(bl) ? (int)bl->valuedouble : 6;
+  if(m->backoff_limit < 0)
+    m->backoff_limit = 0;
+  char uid8[9];
+  snprintf(uid8, sizeof(uid8), "%s", m->uid);
+  snprintf(m->appname, sizeof(m->appname), "godwit-%s", uid8);
+  const char *slot = json_get_str(obj, "status.slotName");
+  if(slot && *slot)
+    snprintf(m->slot, sizeof(m->slot), "%s", slot);
+  else
+    snprintf(m->slot, sizeof(m->slot), "godwit_%s", uid8);
+  mig_version_parse(json_get_str(obj, "status.pgcopydbVersion"), &m->version);
+  m->ed.phase = MP_NONE;
+  m->ed.expect = MP_NONE;
+}
+
+void mig_release(struct mig *m)
+{
+  mig_edit_release(&m->ed);
+  cJSON_Delete(m->obj);
+  m->obj = NULL;
+}
+
+long long mig_status_int(const struct mig *m, const char *path, long long dflt)
+{
+  char p[96];
+  snprintf(p, sizeof(p), "status.%s", path);
+  const cJSON *v = json_get(m->obj, p);
+  return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
+}
+
+const char *mig_status_str(const struct mig *m, const char *path)
+{
+  char p[96];
+  snprintf(p, sizeof(p), "status.%s", path);
+  return json_get_str(m->obj, p);
+}
+
+bool mig_status_bool(const struct mig *m, const char *path)
+{
+  char p[96];
+  snprintf(p, sizeof(p), "status.%s", path);
+  return json_get_bool(m->obj, p, false);
+}
+
+int mig_step_attempt(const struct mig *m, const char *step)
+{
+  char p[64];
+  snprintf(p, sizeof(p), "steps.%s.attempt", step);
+  return (int)mig_status_int(m, p, 0);
+}
+
+const char *mig_step_result(const struct mig *m, const char *step)
+{
+  char p[64];
+  snprintf(p, sizeof(p), "steps.%s.result", step);
+  const char *r = mig_status_str(m, p);
+  return r ? r : "";
+}
+
+void mig_step_set(struct mig *m, const char *step, int attempt, const char *result,
+                  const char *message)
+{
+  char p[64];
+  snprintf(p, sizeof(p), "steps.%s.attempt", step);
+  mig_set_int(m, p, attempt);
+  snprintf(p, sizeof(p), "steps.%s.result", step);
+  mig_set_str(m, p, result);
+  snprintf(p, sizeof(p), "steps.%s.message", step);
+  if(message) {
+    char *clean = mig_scrub(message, 1000);
+    if(clean)
+      mig_set_str(m, p, clean);
+    free(clean);
+  } else {
+    mig_unset(m, p);
+  }
+}
+
+/* ---- the steps of the phases ---- */
+
+static bool finished(const struct mig *m)
+{
+  return m->phase == MP_COMPLETED || m->phase == MP_FAILED || cond_is_true(m->obj, C_COMPLETE) ||
+         cond_is_true(m->obj, C_FAILED);
+}
+
+/* A spec that cannot run: InvalidSpec, terminal where the phase machine allows Failed. */
+static void invalid(struct mig *m, const char *msg)
+{
+  if(!mig_transition_allowed(m->phase, MP_FAILED, MP_NONE)) {
+    log_kv(LOG_WARN, "the spec does not validate; holding (Failed is not reachable from this "
+           "phase)", "key", m->rc->key, "phase", mig_phase_name(m->phase), LOG_END);
+    mig_requeue(m, m->o->poll_interval_ms);
+    return;
+  }
+  mig_cond(m, C_VALIDATED, COND_FALSE, "InvalidSpec", "the spec cannot be rendered into a "
+           "worker Job: %s", msg);
+  mig_fail(m, "InvalidSpec", "spec validation failed: %s; retrying cannot help (source and "
+           "target are immutable): fix the spec or create a new Migration", msg);
+}
+
+static void running(struct mig *m)
+{
+  struct job_view v;
+  enum worker_state ws = mig_worker(m, &v);
+  if(m->ed.phase == MP_FAILED) {
+    job_view_release(&v);
+    return;
+  }
+  if(!m->live) {
+    if(ws == W_RUNNING)
+      mig_probe(m, &v);
+    else if(ws == W_SUCCEEDED)
+      mig_clone_done(m);
+  } else {
+    if(ws == W_RUNNING && !mig_status_bool(m, "baseCopyLogged"))
+      mig_probe(m, &v);
+    if(ws == W_RUNNING)
+      mig_live(m, &v);
+    mig_cutover(m, ws);
+  }
+  job_view_release(&v);
+}
+
+static gw_rc step(struct mig *m)
+{
+  if(m->deleting)
+    return mig_deletion(m);
+  if(finished(m))
+    return GW_OK; /* Complete and Failed are absorbing */
+  if(m->suspend)
+    return mig_suspend(m);
+  if(m->phase == MP_SUSPENDED)
+    return mig_resume(m);
+  char msg[2048];
+  if(!mig_validate(m, msg, sizeof(msg))) {
+    invalid(m, msg);
+    return GW_OK;
+  }
+  if(m->phase > MP_VALIDATING) {
+    /* refreshed on every reconcile of an active Migration (observedGeneration follows) */
+    const char *summary = json_get_str(m->obj, "status.steps.preflight.message");
+    mig_cond(m, C_VALIDATED, COND_TRUE, "SpecValid",
+             "the spec renders into worker Jobs and the preflight passed: %s",
+             summary ? summary : "every check passed");
+  }
+  switch(m->phase) {
+  case MP_PENDING:
+    mig_set_phase(m, MP_VALIDATING);
+    mig_requeue(m, 1);
+    return GW_OK;
+  case MP_VALIDATING:
+    return mig_step_validating(m);
+  case MP_CLONING:
+  case MP_FINALIZING:
+  case MP_STREAMING:
+  case MP_CUTOVER_PENDING:
+  case MP_CUTTING_OVER:
+    running(m);
+    return GW_OK;
+  case MP_VERIFYING:
+    return mig_step_verifying(m);
+  default:
+    return GW_OK;
+  }
+}
+
+struct rec_result migration_reconcile(struct rec_ctx *c)
+{
+  const struct migration_opts *o = c->user ? c->user : &defaults;
+  /* fresh from the API: every decision is made on the latest object, and the status write
+   * refuses to apply it to any other (mig_commit) */
+  cJSON *obj = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_get(c->kube, &MIGRATION_GVR, *c->ns ? c->ns : NULL, c->name, &obj, &st);
+  kube_status_release(&st);
+  if(rc == GW_ENOTFOUND)
+    return rec_done(); /* deleted: owned objects go with it (ownerReferences) */
+  if(rc) {
+    cJSON_Delete(obj);
+    return rec_retry(rc);
+  }
+  rc = migration_observe(c, &obj);
+  if(rc) {
+    cJSON_Delete(obj);
+    return rc == GW_ENOTFOUND ? rec_done() : rec_retry(rc);
+  }
+  struct mig m;
+  mig_init(&m, c, o, obj);
+  rc = step(&m);
+  gw_rc crc = mig_commit(&m);
+  if(!rc)
+    rc = crc;
+  struct rec_result r = mig_result(&m, rc);
+  mig_release(&m);
+  return r;
+}
+
+struct rec_result mig_result(struct mig *m, gw_rc rc)
+{
+  if(rc == GW_ECONFLICT)
+    return rec_requeue_after(50); /* it changed meanwhile: decide again */
+  if(rc == GW_ENOTFOUND)
+    return rec_done();
+  if(rc == GW_EINVAL)
+    return rec_terminal(rc);
+  if(rc)
+    return rec_retry(rc);
+  return m->requeue_ms > 0 ? rec_requeue_after(m->requeue_ms) : rec_done();
+}
+
+/* ---- registration ---- */
+
+static void map_pod(void *ctx, struct ctrl *c, const cJSON *obj)
+{
+  (void)ctx;
+  const cJSON *labels = json_get(obj, "metadata.labels");
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, MIG_LABEL));
+  const char *ns = json_get_str(obj, "metadata.namespace");
+  if(!name || !ns)
+    return;
+  char key[512];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  ctrl_enqueue(c, key);
+}
+
+gw_rc migration_register_opts(struct mgr *m, const struct migration_opts *o, struct ctrl **out)
+{
+  struct ctrl_def def = { "migration", "Migration", &MIGRATION_GVR, migration_reconcile,
+                          (void *)(o ? o : &defaults), 0, NULL };
+  struct ctrl *ctl = NULL;
+  gw_rc rc = mgr_add_controller(m, &def, &ctl);
+  if(!rc)
+    rc = ctrl_watch_owned(ctl, &KUBE_JOBS, "pgcopydb.io", "Migration");
+  if(!rc)
+    rc = ctrl_watch(ctl, &KUBE_PODS, map_pod, NULL);
+  struct informer *inf = NULL;
+  if(!rc)
+    rc = mgr_informer(m, &MIGRATION_GVR, &inf);
+  if(!rc)
+    rc = mgr_add_metrics(m, migration_metrics, inf);
+  if(out)
+    *out = ctl;
+  return rc;
+}

@@ -1,0 +1,85 @@
+/* spec.suspend: the running worker (and a running handover) deleted, the work volume kept, phase
+ * Suspended with suspendedFrom, Events Suspended and (live) SlotRetained; back to false, the
+ * phase it was in, and the next worker resumes from the work dir. A suspension is not a failed
+ * attempt: the same attempt number runs again. See docs/dev/migration-controller.md, step 9. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "mig.h"
+
+/* Deletes the Job of step/attempt when it is still running; *deleted says so. */
+static gw_rc stop(struct mig *m, const char *step, int attempt, bool *deleted)
+{
+  *deleted = false;
+  if(attempt < 1)
+    return GW_OK;
+  struct job_view v;
+  gw_rc rc = mig_job_get(m, step, attempt, &v);
+  if(!rc && (v.state == JOB_PENDING || v.state == JOB_RUNNING)) {
+    rc = mig_job_delete(m, step, attempt);
+    *deleted = !rc;
+  }
+  job_view_release(&v);
+  return rc;
+}
+
+gw_rc mig_suspend(struct mig *m)
+{
+  int n = (int)mig_status_int(m, "attempts", 0);
+  bool worker = false, reown = false;
+  gw_rc rc = stop(m, "worker", n, &worker);
+  int r = mig_step_attempt(m, "reown");
+  if(!rc && !*mig_step_result(m, "reown"))
+    rc = stop(m, "reown", r, &reown);
+  if(!rc && !strcmp(mig_step_result(m, "reown"), "Running"))
+    rc = stop(m, "reown", r, &reown);
+  if(reown) {
+    mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipSuspended",
+             "spec.suspend deleted the running handover Job %s-reown-%d; it re-runs on resume "
+             "and picks up the statements that are left", m->name, r);
+  }
+  if(m->phase != MP_SUSPENDED) {
+    mig_set_str(m, "suspendedFrom", mig_phase_name(m->phase));
+    mig_set_phase(m, MP_SUSPENDED);
+    char claim[96];
+    snprintf(claim, sizeof(claim), "%s-workdir", m->name);
+    mig_event_if_phase(m, EV_NORMAL, "Suspended",
+                       "spec.suspend: %s%s; the work volume %s is kept and the next worker "
+                       "resumes from it", n > 0 ? "deleted the worker" : "holding before the "
+                       "copy started", reown ? " and the running handover Job" : "", claim);
+    if(m->live && n > 0 && *m->slot)
+      mig_event_if_phase(m, EV_WARNING, "SlotRetained",
+                         "the suspended live migration keeps its replication slot %s, which "
+                         "holds WAL on the source until it resumes or is deleted; watch the "
+                         "source's disk", m->slot);
+  }
+  if(worker || reown)
+    mig_requeue(m, 1000); /* make sure they are gone */
+  return rc;
+}
+
+gw_rc mig_resume(struct mig *m)
+{
+  enum mig_phase to = mig_phase_parse(mig_status_str(m, "suspendedFrom"));
+  if(to == MP_NONE || to == MP_SUSPENDED)
+    to = MP_PENDING; /* never happens with our own writes; Pending starts over safely */
+  mig_set_phase(m, to);
+  mig_unset(m, "suspendedFrom");
+  if(to == MP_CLONING || to == MP_FINALIZING) {
+    /* a new run of the attempt: CopyingData again once its COPY workers are seen */
+    mig_set_bool(m, "copyingDataSeen", false);
+    if(!cond_is_true(m->obj, C_CLONE))
+      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %lld resumes after the "
+               "suspension", mig_status_int(m, "attempts", 1));
+  }
+  const char *own = cond_reason(m->obj, C_OWNERSHIP);
+  if(own && !strcmp(own, "OwnershipSuspended"))
+    mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
+             "the handover re-runs after the suspension and picks up the statements that are "
+             "left");
+  mig_requeue(m, 1);
+  return GW_OK;
+}

@@ -1,0 +1,70 @@
+/* Validation before anything runs: the shared rule set (the one the webhook runs, so a spec that
+ * slipped past a disabled webhook is refused the same way) and the rendering of the worker Job.
+ * A failure is InvalidSpec, terminal. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/migration.h"
+#include "json.h"
+#include "mig.h"
+
+static void append(char *msg, size_t len, const char *field, const char *what)
+{
+  size_t used = strlen(msg);
+  if(used + 8 >= len)
+    return;
+  snprintf(msg + used, len - used, "%s%s: %s", used ? "; " : "", field, what);
+}
+
+bool mig_validate(struct mig *m, char *msg, size_t len)
+{
+  msg[0] = '\0';
+  const struct api_kind *k = api_find_kind("pgcopydb.io", "Migration");
+  if(!k) {
+    snprintf(msg, len, "the Migration kind is not registered");
+    return false;
+  }
+  /* an UPDATE of the object onto itself: every rule of the spec runs, and the transition rules
+   * (immutability, who approved) have nothing to refuse */
+  struct api_request req = { .kind = k, .obj = m->obj, .old = m->obj, .op = API_UPDATE };
+  struct api_result res;
+  api_result_init(&res);
+  gw_rc rc = api_validate(&req, &res);
+  if(rc)
+    snprintf(msg, len, "the rules could not run: %s", gw_strerror(rc));
+  for(size_t i = 0; !rc && i < res.errs.n; i++)
+    append(msg, len, res.errs.v[i].field, res.errs.v[i].msg);
+  api_result_release(&res);
+  if(*msg)
+    return false;
+  if((int)strlen(m->name) > MIGRATION_NAME_MAX) {
+    char what[160];
+    snprintf(what, sizeof(what), "must be at most %d characters, got %zu: runner Job names "
+             "would not fit a label value", MIGRATION_NAME_MAX, strlen(m->name));
+    append(msg, len, "metadata.name", what);
+    return false;
+  }
+  /* the worker Job renders */
+  struct job_spec s;
+  memset(&s, 0, sizeof(s));
+  static const char *const cmd[] = { "pgcopydb", NULL };
+  s.step = "worker";
+  s.attempt = 1;
+  s.image = mig_image(m);
+  s.command = cmd;
+  s.args = mig_worker_args(json_get(m->obj, "spec"), &m->version, 1, false, m->slot);
+  s.source = s.target = s.worker = s.workdir = true;
+  cJSON *job = s.args ? mig_job_render(m, &s) : NULL;
+  if(!job) { /* the rendering took the arguments */
+    append(msg, len, "spec", "cannot be rendered into a worker Job");
+    return false;
+  }
+  cJSON_Delete(job);
+  if(!s.image || !*s.image) {
+    append(msg, len, "spec.worker.image", "is empty and the controller has no runner image");
+    return false;
+  }
+  return true;
+}

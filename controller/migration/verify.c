@@ -1,0 +1,132 @@
+/* Verifying: spec.verify.compare as the compare Job <name>-compare-<n> (VerificationStarted,
+ * Verified=Unknown VerificationRunning), then Verified ComparePassed, SchemaMismatch or
+ * DataMismatch with the Events Verified / VerificationMismatch. A mismatch does not fail the
+ * Migration: Complete follows either way. Also mig_finish, the way out of the copy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "mig.h"
+
+static const char *const runner_command[] = { "godwit-runner", NULL };
+
+static bool wants(const struct mig *m, const char *check)
+{
+  const cJSON *it;
+  cJSON_ArrayForEach(it, json_get(m->obj, "spec.verify.compare"))
+    if(cJSON_IsString(it) && !strcmp(it->valuestring, check))
+      return true;
+  return false;
+}
+
+static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
+{
+  (void)ctx;
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateString("compare"));
+  if(wants(m, "schema"))
+    cJSON_AddItemToArray(a, cJSON_CreateString("--schema"));
+  if(wants(m, "data"))
+    cJSON_AddItemToArray(a, cJSON_CreateString("--data"));
+  s->step = "compare";
+  s->attempt = attempt;
+  s->image = m->o->runner_image;
+  s->container = "runner";
+  s->command = runner_command;
+  s->args = a;
+  s->source = s->target = true;
+}
+
+void mig_finish(struct mig *m)
+{
+  if(cJSON_GetArraySize(json_get(m->obj, "spec.verify.compare")) > 0) {
+    mig_set_phase(m, MP_VERIFYING);
+    mig_requeue(m, 1);
+    return;
+  }
+  mig_complete(m, "MigrationSucceeded", "%s", m->live
+               ? "the migration finished: drained, verified and cleaned up"
+               : "the migration finished: the clone is complete");
+}
+
+/* The tables of a data compare that differ, "a.b, c.d". */
+static void differing(const cJSON *report, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  size_t used = 0;
+  int n = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, json_get(report, "data.tables"))
+  {
+    const cJSON *sr = json_get(t, "sourceRows"), *tr = json_get(t, "targetRows");
+    const char *sc = json_get_str(t, "sourceChecksum"), *tc = json_get_str(t, "targetChecksum");
+    bool same = json_equal(sr, tr) && ((!sc && !tc) || (sc && tc && !strcmp(sc, tc)));
+    const cJSON *eq = json_get(t, "equal");
+    if(cJSON_IsBool(eq))
+      same = cJSON_IsTrue(eq);
+    if(same)
+      continue;
+    const char *name = json_get_str(t, "table");
+    if(n++ < 10 && name && used + strlen(name) + 3 < len)
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
+  }
+}
+
+gw_rc mig_step_verifying(struct mig *m)
+{
+  struct step_run r = { .step = "compare", .max_attempts = m->o->step_attempts,
+                        .started_reason = "VerificationStarted",
+                        .started_fmt = "compare Job attempt %d created" };
+  enum step_outcome o = mig_step_drive(m, &r, render, NULL);
+  const cJSON *rep = r.v.report;
+  if(o == STEP_WAIT || o == STEP_ERROR) {
+    mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+             "the compare Job %s-compare-%d is running", m->name, r.attempt);
+  } else if(o == STEP_PASSED || rep) {
+    const cJSON *schema = json_get(rep, "schema.equal"), *data = json_get(rep, "data.equal");
+    bool schema_bad = cJSON_IsFalse(schema), data_bad = cJSON_IsFalse(data);
+    mig_step_set(m, "compare", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
+    if(schema_bad) {
+      mig_cond(m, C_VERIFIED, COND_FALSE, "SchemaMismatch",
+               "compare schema reported differences between source and target; details are "
+               "in the compare Job's log (%s-compare-%d)", m->name, r.attempt);
+      mig_event_if_cond(m, C_VERIFIED, EV_WARNING, "VerificationMismatch",
+                        "compare schema reported differences; see the logs of Job "
+                        "%s-compare-%d", m->name, r.attempt);
+    } else if(data_bad) {
+      char tables[600];
+      differing(rep, tables, sizeof(tables));
+      mig_cond(m, C_VERIFIED, COND_FALSE, "DataMismatch",
+               "compare data reported differences%s%s%s; details are in the compare Job's log "
+               "(%s-compare-%d)", *tables ? " in " : "", tables, schema ? " (the schema matched)"
+               : "", m->name, r.attempt);
+      mig_event_if_cond(m, C_VERIFIED, EV_WARNING, "VerificationMismatch",
+                        "compare data reported differences%s%s; see the logs of Job "
+                        "%s-compare-%d", *tables ? " in " : "", tables, m->name, r.attempt);
+    } else if(o == STEP_PASSED) {
+      mig_cond(m, C_VERIFIED, COND_TRUE, "ComparePassed",
+               "every requested compare (%s%s%s) found source and target matching",
+               wants(m, "schema") ? "schema" : "", wants(m, "schema") && wants(m, "data")
+               ? ", " : "", wants(m, "data") ? "data" : "");
+      mig_event_if_cond(m, C_VERIFIED, EV_NORMAL, "Verified",
+                        "compare found source and target matching");
+    } else {
+      /* a failure that is not a mismatch: no verdict, which is not a match either */
+      mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+               "the compare gave no verdict: %s", r.message);
+    }
+    mig_complete(m, "MigrationSucceeded", "the migration finished%s",
+                 schema_bad || data_bad ? "; compare reported differences (see Verified)"
+                                        : "");
+  } else {
+    mig_step_set(m, "compare", r.attempt, "Failed", r.message);
+    mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+             "the compare gave no verdict after %d attempts: %s", r.attempt, r.message);
+    mig_complete(m, "MigrationSucceeded",
+                 "the migration finished; the compare gave no verdict (see Verified)");
+  }
+  step_run_release(&r);
+  return GW_OK;
+}

@@ -1,0 +1,241 @@
+/* The worker attempts: Job <name>-worker-<n> running pgcopydb (clone, or clone --follow), n from
+ * 1 to backoffLimit + 1; resume from the work dir on every attempt after the first; a failed
+ * attempt classified from its log tail (PermissionDenied, AttemptFailed, BackoffLimitExceeded);
+ * WorkerZombie. See mig.h and docs/dev/migration-controller.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../conditions.h"
+#include "json.h"
+#include "log.h"
+#include "mig.h"
+
+/* The prologue of every attempt, before pgcopydb runs:
+ *  - the filters file, from GODWIT_FILTERS;
+ *  - on a later attempt, the pidfile of the attempt that died (its pid may be alive in another
+ *    Pod's namespace, or reused here, and pgcopydb would refuse to start);
+ *  - with GODWIT_CLEAN_LOCKS (pgcopydb < 0.15, whose progress is marker files), the lock files
+ *    a killed attempt left for the tables and indexes it was working on: with them, every worker
+ *    of the resumed run skips its table and the clone "succeeds" with empty tables
+ *    (docs/dev/pgcopydb-observed.md, "Killed mid-copy, then resumed"). A COPY that was killed
+ *    rolled back; the resumed run copies those tables again. */
+static const char worker_script[] =
+  "set -e\n"
+  "d=" MIG_WORK_DIR "\n"
+  "if [ -n \"${GODWIT_FILTERS:-}\" ]; then\n"
+  "  printf '%s\\n' \"$GODWIT_FILTERS\" > " MIG_FILTERS_FILE "\n"
+  "fi\n"
+  "if [ \"${GODWIT_ATTEMPT:-1}\" != 1 ] && [ -d \"$d\" ]; then\n"
+  "  rm -f \"$d/pgcopydb.pid\"\n"
+  "  if [ \"${GODWIT_CLEAN_LOCKS:-}\" = 1 ]; then\n"
+  "    for f in \"$d\"/run/[0-9]*; do\n"
+  "      if [ -f \"$f\" ]; then echo \"godwit: removing the lock file $f of a killed attempt\" >&2;"
+  " rm -f \"$f\"; fi\n"
+  "    done\n"
+  "  fi\n"
+  "fi\n"
+  "exec pgcopydb \"$@\"\n";
+
+static const char *const worker_command[] = { "/bin/sh", "-c", worker_script, "godwit-worker",
+                                              NULL };
+
+const char *mig_image(const struct mig *m)
+{
+  const char *img = json_get_str(m->obj, "spec.worker.image");
+  return img && *img ? img : m->o->runner_image;
+}
+
+gw_rc mig_worker_ensure(struct mig *m, int attempt)
+{
+  gw_rc rc = mig_pvc_ensure(m);
+  if(rc)
+    return rc;
+  if(m->live && !m->deleting) {
+    rc = mig_finalizer(m, true);
+    if(rc)
+      return rc;
+  }
+  const cJSON *spec = json_get(m->obj, "spec");
+  bool restart = mig_status_bool(m, "restartNextAttempt");
+  char *filters = mig_filters_ini(spec, &m->version, m->live);
+  char n[16];
+  snprintf(n, sizeof(n), "%d", attempt);
+  struct job_spec s;
+  memset(&s, 0, sizeof(s));
+  s.step = "worker";
+  s.attempt = attempt;
+  s.image = mig_image(m);
+  s.container = "worker";
+  s.command = worker_command;
+  s.args = mig_worker_args(spec, &m->version, attempt, restart, m->slot);
+  s.source = s.target = s.worker = s.workdir = true;
+  s.resources = json_get(spec, "worker.resources");
+  size_t e = 0;
+  s.env[e][0] = "GODWIT_ATTEMPT";
+  s.env[e++][1] = n;
+  if(filters && *filters) {
+    s.env[e][0] = "GODWIT_FILTERS";
+    s.env[e++][1] = filters;
+  }
+  if(!mig_version_at_least(&m->version, 0, 15)) {
+    s.env[e][0] = "GODWIT_CLEAN_LOCKS";
+    s.env[e++][1] = "1";
+  }
+  bool created = false;
+  rc = s.args ? mig_job_create(m, &s, &created) : GW_ENOMEM;
+  free(filters);
+  if(!rc && created)
+    mig_event(m, EV_NORMAL, "AttemptStarted", "attempt %d of %d: %s-worker-%d, pgcopydb %s%s",
+              attempt, m->backoff_limit + 1, m->name, attempt,
+              m->live ? "clone --follow" : "clone",
+              restart ? " starting over (--restart)" : attempt > 1 ? " --resume" : "");
+  return rc;
+}
+
+static bool clone_done(const struct mig *m)
+{
+  return cond_is_true(m->obj, C_CLONE);
+}
+
+/* WorkerZombie: the Pod runs, but the supervisor's fatal exit is the last thing it logged. */
+static void zombie_check(struct mig *m, const struct job_view *v)
+{
+  char *tail = NULL;
+  if(mig_log_tail(m, v->pod, 20, &tail)) {
+    free(tail);
+    return;
+  }
+  bool fatal = mig_tail_fatal_exit(tail);
+  free(tail);
+  const char *since = mig_status_str(m, "zombieSince");
+  if(!fatal) {
+    if(since)
+      mig_unset(m, "zombieSince");
+    return;
+  }
+  if(!since) {
+    mig_set_now(m, "zombieSince");
+    mig_requeue(m, m->o->zombie_grace_ms);
+    return;
+  }
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  long long t0 = strptime(since, "%Y-%m-%dT%H:%M:%S", &tm) ? (long long)timegm(&tm) : 0;
+  long long age_ms = ((long long)time(NULL) - t0) * 1000;
+  if(age_ms < m->o->zombie_grace_ms) {
+    mig_requeue(m, m->o->zombie_grace_ms - age_ms + 100);
+    return;
+  }
+  if(!mig_pod_delete(m, v->pod)) {
+    mig_unset(m, "zombieSince");
+    mig_event(m, EV_WARNING, "WorkerZombie",
+              "the pgcopydb supervisor of %s exited fatally but Pod %s stayed alive (a child "
+              "process kept it); removed the Pod so the next attempt resumes",
+              v->name, v->pod);
+  }
+}
+
+/* A failed attempt: classify, then retry, or fail for good. */
+static void attempt_failed(struct mig *m, int n, const struct job_view *v)
+{
+  int total = m->backoff_limit + 1;
+  char *tail = NULL;
+  gw_rc rc = mig_log_tail(m, v->pod, 300, &tail);
+  struct tail_verdict tv;
+  mig_classify_tail(rc ? NULL : tail, &tv);
+  free(tail);
+  char why[768];
+  if(*v->failure)
+    snprintf(why, sizeof(why), "%s (exit code %d)", v->failure, v->exit_code);
+  else
+    snprintf(why, sizeof(why), "exit code %d", v->exit_code);
+  const char *last = *tv.last_error ? tv.last_error : "no pgcopydb error line in the log";
+  if(tv.cls == TAIL_PERMISSION) {
+    if(!clone_done(m))
+      mig_cond(m, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d failed: %s: %s", n, why,
+               tv.line);
+    mig_fail(m, "PermissionDenied",
+             "attempt %d of %d hit a permission error retries cannot fix: %s; the remaining "
+             "%d attempts are not spent: grant what is missing, then create a new Migration",
+             n, total, tv.line, total - n);
+    return;
+  }
+  if(n >= total) {
+    if(!clone_done(m))
+      mig_cond(m, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d of %d failed: %s; last "
+               "pgcopydb error: %s", n, total, why, last);
+    mig_fail(m, "BackoffLimitExceeded",
+             "%d attempts failed (backoffLimit %d); the last: %s; last pgcopydb error: %s",
+             total, m->backoff_limit, why, last);
+    return;
+  }
+  bool restart = tv.cls == TAIL_RESTART && n > 1;
+  mig_set_int(m, "attempts", n + 1);
+  mig_set_bool(m, "copyingDataSeen", false);
+  mig_unset(m, "zombieSince");
+  if(restart)
+    mig_set_bool(m, "restartNextAttempt", true);
+  else
+    mig_unset(m, "restartNextAttempt");
+  if(!clone_done(m))
+    mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starting after "
+             "attempt %d failed: %s", n + 1, total, n, last);
+  mig_event_if_written(m, EV_WARNING, "AttemptFailed",
+                       "attempt %d of %d failed: %s; last pgcopydb error: %s; attempt %d %s",
+                       n, total, why, last, n + 1,
+                       restart ? "starts over (--restart --drop-if-exists): a resume cannot get "
+                                 "past this post-data failure"
+                               : "resumes from the work-dir catalogs");
+  mig_requeue(m, 1);
+}
+
+enum worker_state mig_worker(struct mig *m, struct job_view *v)
+{
+  memset(v, 0, sizeof(*v));
+  int n = (int)mig_status_int(m, "attempts", 0);
+  if(n < 1) {
+    mig_set_int(m, "attempts", 1);
+    mig_requeue(m, 1);
+    return W_WAIT;
+  }
+  gw_rc rc = mig_job_get(m, "worker", n, v);
+  if(rc) {
+    mig_requeue(m, 2000);
+    return W_WAIT;
+  }
+  switch(v->state) {
+  case JOB_ABSENT:
+    if(m->suspend)
+      return W_WAIT;
+    rc = mig_worker_ensure(m, n);
+    if(!rc && !clone_done(m) && !mig_status_bool(m, "copyingDataSeen") &&
+       !(cond_reason(m->obj, C_CLONE) && !strcmp(cond_reason(m->obj, C_CLONE), "CloneRunning")))
+      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d is running the base "
+               "copy", n, m->backoff_limit + 1);
+    mig_requeue(m, rc ? 2000 : m->o->poll_interval_ms);
+    return W_WAIT;
+  case JOB_DELETING:
+    mig_requeue(m, 1000);
+    return W_WAIT;
+  case JOB_PENDING:
+    if(*v->waiting && !clone_done(m))
+      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d: the worker Pod "
+               "cannot start: %s", n, m->backoff_limit + 1, v->waiting);
+    mig_requeue(m, m->o->poll_interval_ms);
+    return W_RUNNING;
+  case JOB_RUNNING:
+    zombie_check(m, v);
+    mig_requeue(m, m->o->poll_interval_ms);
+    return W_RUNNING;
+  case JOB_SUCCEEDED:
+    if(mig_status_str(m, "zombieSince"))
+      mig_unset(m, "zombieSince");
+    return W_SUCCEEDED;
+  case JOB_FAILED:
+    attempt_failed(m, n, v);
+    return W_FAILED;
+  }
+  return W_WAIT;
+}

@@ -1,0 +1,619 @@
+/* e2e.c: the Migration end-to-end fixture (e2e.h). */
+#include "e2e.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "strbuf.h"
+
+void e2e_sleep_ms(long ms)
+{
+  struct timespec d = { ms / 1000, (ms % 1000) * 1000000L };
+  while(nanosleep(&d, &d) < 0 && errno == EINTR)
+    ;
+}
+
+static long long now_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static char *b64(const char *s)
+{
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n = strlen(s);
+  char *out = malloc(4 * ((n + 2) / 3) + 1);
+  size_t o = 0;
+  for(size_t i = 0; i < n; i += 3) {
+    unsigned v = (unsigned char)s[i] << 16;
+    if(i + 1 < n)
+      v |= (unsigned char)s[i + 1] << 8;
+    if(i + 2 < n)
+      v |= (unsigned char)s[i + 2];
+    out[o++] = tbl[(v >> 18) & 63];
+    out[o++] = tbl[(v >> 12) & 63];
+    out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+    out[o++] = i + 2 < n ? tbl[v & 63] : '=';
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* ---- setup ---- */
+
+static void roles(struct e2e *e, const struct e2e_opts *o)
+{
+  pgfx_create_role(&e->src, "src_app", E2E_SRC_PW, o->logical ? "LOGIN REPLICATION" : "LOGIN");
+  pgfx_create_db(&e->src, "shop", NULL);
+  if(o->logical)
+    pgfx_exec(&e->src, "shop", "GRANT CREATE ON DATABASE shop TO src_app");
+  pgfx_create_role(&e->dst, "dst_app", E2E_DST_PW, "LOGIN");
+  if(o->no_target_create) {
+    pgfx_create_db(&e->dst, "shop", NULL);
+    pgfx_exec(&e->dst, "shop", "REVOKE CREATE ON SCHEMA public FROM PUBLIC");
+  } else {
+    pgfx_create_db(&e->dst, "shop", "dst_app");
+  }
+  if(o->logical) {
+    pgfx_exec(&e->dst, "shop",
+              "DO $$ DECLARE f regprocedure; BEGIN FOR f IN SELECT p.oid::regprocedure FROM "
+              "pg_proc p WHERE p.proname LIKE 'pg\\_replication\\_origin\\_%%' LOOP EXECUTE "
+              "format('GRANT EXECUTE ON FUNCTION %%s TO dst_app', f); END LOOP; END $$");
+    pgfx_exec(&e->dst, "shop", "GRANT SET ON PARAMETER session_replication_role TO dst_app");
+  }
+  char uri[256];
+  e2e_secret(e, "src", pgfx_uri(&e->src, uri, sizeof(uri), "src_app", E2E_SRC_PW, "shop"));
+  e2e_secret(e, "dst", pgfx_uri(&e->dst, uri, sizeof(uri), "dst_app", E2E_DST_PW, "shop"));
+  e2e_secret(e, "super", pgfx_super_uri(&e->dst, uri, sizeof(uri), "shop"));
+}
+
+void e2e_start(struct e2e *e, const struct e2e_opts *o)
+{
+  static const struct e2e_opts none;
+  if(!o)
+    o = &none;
+  memset(e, 0, sizeof(*e));
+  /* the controller (started by up) reads its flags from the environment */
+  setenv("GODWIT_PROBE_INTERVAL_MS", "300", 1);
+  setenv("GODWIT_LAG_INTERVAL_MS", "700", 1);
+  setenv("GODWIT_POLL_INTERVAL_MS", "1000", 1);
+  setenv("GODWIT_RUNNER_IMAGE", "ghcr.io/godwit-dev/godwit:test", 1);
+  setenv("GODWIT_STEP_ATTEMPTS", "3", 1);
+  cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER));
+  e->k = cl_client(&e->c, "admin");
+  pgfx_start(&e->src, &(struct pgfx_opts){ .logical = o->logical });
+  pgfx_start(&e->dst, &(struct pgfx_opts){ 0 });
+  e->pg_started = true;
+  roles(e, o);
+}
+
+void e2e_stop(struct e2e *e)
+{
+  cl_stop(&e->c);
+  if(e->pg_started) {
+    pgfx_stop(&e->src);
+    pgfx_stop(&e->dst);
+    e->pg_started = false;
+  }
+}
+
+void e2e_secret(struct e2e *e, const char *name, const char *uri)
+{
+  char *v = b64(uri);
+  char buf[1024];
+  snprintf(buf, sizeof(buf),
+           "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\","
+           "\"namespace\":\"%s\"},\"data\":{\"uri\":\"%s\"}}", name, E2E_NS, v);
+  free(v);
+  cJSON *o = cJSON_Parse(buf);
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_create(e->k, &KUBE_SECRETS, E2E_NS, o, false, NULL, &st);
+  cr_assert(!rc, "secret %s: %s %s", name, gw_strerror(rc), st.message);
+  kube_status_release(&st);
+  cJSON_Delete(o);
+}
+
+void e2e_load(struct e2e *e, long orders)
+{
+  pgfx_exec(&e->src, "shop",
+            "CREATE SCHEMA sales; CREATE SCHEMA audit;"
+            "CREATE TABLE public.customers(id int PRIMARY KEY, email text UNIQUE NOT NULL,"
+            "  name text);"
+            "INSERT INTO public.customers SELECT g, 'c' || g || '@example.com', 'customer ' || g"
+            "  FROM generate_series(1, 1000) g;"
+            "CREATE SEQUENCE sales.invoice_seq; SELECT setval('sales.invoice_seq', 4242);"
+            "CREATE TABLE sales.orders(id bigint PRIMARY KEY,"
+            "  customer_id int NOT NULL REFERENCES public.customers(id), amount numeric(10,2),"
+            "  note text);"
+            "INSERT INTO sales.orders SELECT g, 1 + g %% 1000, (g %% 9973) / 100.0, 'n' || g"
+            "  FROM generate_series(1, %ld) g;"
+            "CREATE INDEX orders_customer_idx ON sales.orders(customer_id);"
+            "CREATE TABLE audit.log(id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT"
+            "  '2024-01-01', msg text);"
+            "INSERT INTO audit.log(msg) SELECT 'event ' || g FROM generate_series(1, 100) g;"
+            "GRANT USAGE ON SCHEMA sales, audit TO src_app;"
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public, sales, audit TO src_app;"
+            "GRANT SELECT ON ALL SEQUENCES IN SCHEMA public, sales, audit TO src_app;"
+            "ANALYZE",
+            orders);
+  char *oid = pgfx_query1(&e->src, "shop", "SELECT lo_from_bytea(0, 'godwit large object')");
+  pgfx_exec(&e->src, "shop", "GRANT SELECT ON LARGE OBJECT %s TO src_app", oid);
+  free(oid);
+}
+
+/* ---- kubectl ---- */
+
+int e2e_kubectl(struct e2e *e, char **out, const char *fmt, ...)
+{
+  char args[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof(args), fmt, ap);
+  va_end(ap);
+  return cl_kubectl(&e->c, "admin", out, "%s", args);
+}
+
+void e2e_apply(struct e2e *e, const char *fmt, ...)
+{
+  char *yaml = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert(vasprintf(&yaml, fmt, ap) >= 0);
+  va_end(ap);
+  static int n;
+  char path[400];
+  snprintf(path, sizeof(path), "%s/apply-%d-%d.yaml", e->c.dir, (int)getpid(), n++);
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "%s", path);
+  fputs(yaml, f);
+  fclose(f);
+  char *out = NULL;
+  int rc = e2e_kubectl(e, &out, "apply -f '%s'", path);
+  cr_assert_eq(rc, 0, "kubectl apply failed:\n%s\n---\n%s", out, yaml);
+  free(out);
+  free(yaml);
+}
+
+/* ---- reading ---- */
+
+cJSON *e2e_get(struct e2e *e, const char *name)
+{
+  cJSON *o = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  static const struct kube_gvr mig = { "pgcopydb.io", "v1", "migrations", true };
+  gw_rc rc = kube_get(e->k, &mig, E2E_NS, name, &o, &st);
+  kube_status_release(&st);
+  if(rc) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+const char *e2e_phase(struct e2e *e, const char *name)
+{
+  static __thread char buf[64];
+  cJSON *o = e2e_get(e, name);
+  const char *p = json_get_str(o, "status.phase");
+  snprintf(buf, sizeof(buf), "%s", p ? p : "");
+  cJSON_Delete(o);
+  return buf;
+}
+
+static const cJSON *find_cond(const cJSON *o, const char *type)
+{
+  const cJSON *c;
+  cJSON_ArrayForEach(c, json_get(o, "status.conditions"))
+  {
+    const char *t = json_get_str(c, "type");
+    if(t && !strcmp(t, type))
+      return c;
+  }
+  return NULL;
+}
+
+bool e2e_wait_cond(struct e2e *e, const char *name, const char *type, const char *status,
+                   const char *reason, int timeout_ms)
+{
+  long long end = now_ms() + timeout_ms;
+  do {
+    cJSON *o = e2e_get(e, name);
+    const cJSON *c = find_cond(o, type);
+    const char *s = json_get_str(c, "status"), *r = json_get_str(c, "reason");
+    bool ok = s && !strcmp(s, status) && (!reason || (r && !strcmp(r, reason)));
+    cJSON_Delete(o);
+    if(ok)
+      return true;
+    e2e_sleep_ms(200);
+  } while(now_ms() < end);
+  return false;
+}
+
+bool e2e_wait_phase(struct e2e *e, const char *name, const char *phase, int timeout_ms)
+{
+  long long end = now_ms() + timeout_ms;
+  do {
+    if(!strcmp(e2e_phase(e, name), phase))
+      return true;
+    e2e_sleep_ms(200);
+  } while(now_ms() < end);
+  return false;
+}
+
+const char *e2e_cond_message(struct e2e *e, const char *name, const char *type)
+{
+  static __thread char buf[8192];
+  cJSON *o = e2e_get(e, name);
+  const char *m = json_get_str(find_cond(o, type), "message");
+  snprintf(buf, sizeof(buf), "%s", m ? m : "");
+  cJSON_Delete(o);
+  return buf;
+}
+
+const char *e2e_cond_reason(struct e2e *e, const char *name, const char *type)
+{
+  static __thread char buf[128];
+  cJSON *o = e2e_get(e, name);
+  const char *m = json_get_str(find_cond(o, type), "reason");
+  snprintf(buf, sizeof(buf), "%s", m ? m : "");
+  cJSON_Delete(o);
+  return buf;
+}
+
+static cJSON *events_of(struct e2e *e, const char *name)
+{
+  char sel[200];
+  snprintf(sel, sizeof(sel), "involvedObject.name=%s", name);
+  struct kube_list_opts lo = { .field_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(e->k, &KUBE_EVENTS, E2E_NS, &lo, &list, &st);
+  kube_status_release(&st);
+  cr_assert(!rc, "listing Events: %s", gw_strerror(rc));
+  return list;
+}
+
+char *e2e_events(struct e2e *e, const char *name)
+{
+  cJSON *list = events_of(e, name);
+  struct strbuf sb;
+  strbuf_init(&sb, 1 << 22);
+  const cJSON *ev;
+  gw_rc rc = GW_OK;
+  cJSON_ArrayForEach(ev, json_get(list, "items"))
+  {
+    const char *kind = json_get_str(ev, "involvedObject.kind");
+    if(!kind || strcmp(kind, "Migration"))
+      continue;
+    const cJSON *count = json_get(ev, "count");
+    if(!rc)
+      rc = strbuf_addf(&sb, "%s %s (x%d): %s\n", json_get_str(ev, "type"),
+                       json_get_str(ev, "reason"),
+                       cJSON_IsNumber(count) ? (int)count->valuedouble : 1,
+                       json_get_str(ev, "message") ? json_get_str(ev, "message") : "");
+  }
+  cJSON_Delete(list);
+  char *s = strbuf_take(&sb, NULL);
+  strbuf_release(&sb);
+  return s;
+}
+
+int e2e_event_count(struct e2e *e, const char *name, const char *reason)
+{
+  cJSON *list = events_of(e, name);
+  int n = 0;
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, json_get(list, "items"))
+  {
+    const char *r = json_get_str(ev, "reason"), *kind = json_get_str(ev, "involvedObject.kind");
+    const cJSON *count = json_get(ev, "count");
+    if(r && !strcmp(r, reason) && kind && !strcmp(kind, "Migration"))
+      n += cJSON_IsNumber(count) ? (int)count->valuedouble : 1;
+  }
+  cJSON_Delete(list);
+  return n;
+}
+
+const char *e2e_event_message(struct e2e *e, const char *name, const char *reason)
+{
+  static __thread char buf[2048];
+  buf[0] = '\0';
+  cJSON *list = events_of(e, name);
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, json_get(list, "items"))
+  {
+    const char *r = json_get_str(ev, "reason"), *kind = json_get_str(ev, "involvedObject.kind");
+    if(r && !strcmp(r, reason) && kind && !strcmp(kind, "Migration"))
+      snprintf(buf, sizeof(buf), "%s", json_get_str(ev, "message"));
+  }
+  cJSON_Delete(list);
+  return buf;
+}
+
+bool e2e_wait_event(struct e2e *e, const char *name, const char *reason, int timeout_ms)
+{
+  long long end = now_ms() + timeout_ms;
+  do {
+    if(e2e_event_count(e, name, reason) > 0)
+      return true;
+    e2e_sleep_ms(200);
+  } while(now_ms() < end);
+  return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *e2e_jobs(struct e2e *e, const char *name)
+{
+  char sel[200];
+  snprintf(sel, sizeof(sel), "godwit.dev/migration=%s", name);
+  struct kube_list_opts lo = { .label_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(e->k, &KUBE_JOBS, E2E_NS, &lo, &list, &st);
+  kube_status_release(&st);
+  cr_assert(!rc);
+  char *names[256];
+  int n = 0;
+  const cJSON *j;
+  cJSON_ArrayForEach(j, json_get(list, "items"))
+    if(n < 256)
+      names[n++] = strdup(json_get_str(j, "metadata.name"));
+  qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+  struct strbuf sb;
+  strbuf_init(&sb, 1 << 20);
+  gw_rc arc = GW_OK;
+  for(int i = 0; i < n; i++) {
+    if(!arc)
+      arc = strbuf_addf(&sb, "%s\n", names[i]);
+    free(names[i]);
+  }
+  cJSON_Delete(list);
+  char *s = strbuf_take(&sb, NULL);
+  strbuf_release(&sb);
+  return s;
+}
+
+char *e2e_describe(struct e2e *e, const char *name)
+{
+  cJSON *o = e2e_get(e, name);
+  char *status = o ? cJSON_Print(json_get(o, "status")) : NULL;
+  char *events = e2e_events(e, name);
+  char *jobs = e2e_jobs(e, name);
+  char *out = NULL;
+  if(asprintf(&out, "status: %s\nevents:\n%sjobs:\n%s(cluster dir %s)", status ? status : "none",
+              events, jobs, e->c.dir) < 0)
+    out = NULL;
+  if(status)
+    cJSON_free(status);
+  free(events);
+  free(jobs);
+  cJSON_Delete(o);
+  return out;
+}
+
+/* ---- data ---- */
+
+long long e2e_count(struct pgfx *pg, const char *db, const char *table)
+{
+  char *v = pgfx_query1(pg, db, "SELECT count(*) FROM %s", table);
+  long long n = v ? atoll(v) : -1;
+  free(v);
+  return n;
+}
+
+long long e2e_checksum(struct pgfx *pg, const char *db, const char *table)
+{
+  char *v = pgfx_query1(pg, db, "SELECT coalesce(sum(hashtext(t::text)::bigint), 0) FROM %s t",
+                        table);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+void e2e_assert_same(struct e2e *e)
+{
+  static const char *const tables[] = { "public.customers", "sales.orders", "audit.log", NULL };
+  for(int i = 0; tables[i]; i++) {
+    long long a = e2e_count(&e->src, "shop", tables[i]), b = e2e_count(&e->dst, "shop", tables[i]);
+    cr_assert_eq(a, b, "%s: %lld rows on the source, %lld on the target", tables[i], a, b);
+    cr_assert_gt(b, 0, "%s is empty on the target", tables[i]);
+    cr_assert_eq(e2e_checksum(&e->src, "shop", tables[i]),
+                 e2e_checksum(&e->dst, "shop", tables[i]), "%s: checksums differ", tables[i]);
+  }
+}
+
+/* ---- the phase recorder ---- */
+
+static int on_event(void *ctx, const char *type, const cJSON *obj)
+{
+  struct e2e_phases *p = ctx;
+  (void)type;
+  const char *ph = json_get_str(obj, "status.phase");
+  if(ph) {
+    pthread_mutex_lock(&p->mu);
+    if(p->n < 64 && (!p->n || strcmp(p->seen[p->n - 1], ph)))
+      snprintf(p->seen[p->n++], sizeof(p->seen[0]), "%s", ph);
+    pthread_mutex_unlock(&p->mu);
+  }
+  return p->stop;
+}
+
+static void *recorder(void *arg)
+{
+  struct e2e_phases *p = arg;
+  static const struct kube_gvr mig = { "pgcopydb.io", "v1", "migrations", true };
+  char sel[128];
+  snprintf(sel, sizeof(sel), "metadata.name=%s", p->name);
+  while(!p->stop) {
+    struct kube_watch_opts wo = { .field_selector = sel, .timeout_s = 5 };
+    struct kube_status st;
+    kube_status_init(&st);
+    gw_rc rc = kube_watch(p->e->k, &mig, E2E_NS, &wo, on_event, p, &p->stop, &st);
+    kube_status_release(&st);
+    (void)rc; /* from the start again: the list of ADDED events repeats the current phase */
+  }
+  return NULL;
+}
+
+void e2e_phases_start(struct e2e_phases *p, struct e2e *e, const char *name)
+{
+  memset(p, 0, sizeof(*p));
+  p->e = e;
+  snprintf(p->name, sizeof(p->name), "%s", name);
+  pthread_mutex_init(&p->mu, NULL);
+  cr_assert(!pthread_create(&p->t, NULL, recorder, p));
+}
+
+void e2e_phases_stop(struct e2e_phases *p)
+{
+  p->stop = 1;
+  pthread_join(p->t, NULL);
+  pthread_mutex_destroy(&p->mu);
+}
+
+bool e2e_phases_saw(struct e2e_phases *p, const char *phase)
+{
+  pthread_mutex_lock(&p->mu);
+  bool saw = false;
+  for(int i = 0; i < p->n && !saw; i++)
+    saw = !strcmp(p->seen[i], phase);
+  pthread_mutex_unlock(&p->mu);
+  return saw;
+}
+
+const char *e2e_phases_list(struct e2e_phases *p)
+{
+  static __thread char buf[2048];
+  buf[0] = '\0';
+  pthread_mutex_lock(&p->mu);
+  size_t used = 0;
+  for(int i = 0; i < p->n && used < sizeof(buf) - 32; i++)
+    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "", p->seen[i]);
+  pthread_mutex_unlock(&p->mu);
+  return buf;
+}
+
+/* ---- the controller process ---- */
+
+pid_t e2e_controller_pid(struct e2e *e)
+{
+  FILE *f = fopen(cl_path(&e->c, "pids"), "r");
+  if(!f)
+    return 0;
+  char name[64];
+  long pid, last = 0;
+  while(fscanf(f, "%63s %ld", name, &pid) == 2)
+    if(!strcmp(name, "controller"))
+      last = pid;
+  fclose(f);
+  return (pid_t)last;
+}
+
+void e2e_controller_kill(struct e2e *e)
+{
+  pid_t pid = e2e_controller_pid(e);
+  cr_assert_gt(pid, 0, "no controller pid in %s", cl_path(&e->c, "pids"));
+  if(kill(pid, SIGKILL) == 0) {
+    /* not our child (up started it): wait until it is gone */
+    for(int i = 0; i < 200 && kill(pid, 0) == 0; i++) {
+      char st[64], path[64];
+      snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+      FILE *f = fopen(path, "r");
+      bool zombie = false;
+      if(f) {
+        zombie = fscanf(f, "%*d %*s %63s", st) == 1 && st[0] == 'Z';
+        fclose(f);
+      }
+      if(zombie)
+        break;
+      waitpid(pid, NULL, WNOHANG);
+      e2e_sleep_ms(20);
+    }
+  }
+}
+
+void e2e_controller_start(struct e2e *e)
+{
+  const char *build = getenv("GODWIT_BUILD") ? getenv("GODWIT_BUILD") : "build";
+  char bin[512], port[400], log[400];
+  snprintf(bin, sizeof(bin), "%s/godwit-controller", build);
+  snprintf(port, sizeof(port), "%s", cl_path(&e->c, "controller.port"));
+  snprintf(log, sizeof(log), "%s", cl_path(&e->c, "controller.log"));
+  unlink(port);
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if(!pid) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setsid();
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if(fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execl(bin, bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file", port,
+          "--bind", "127.0.0.1", "--log-level", "info", (char *)NULL);
+    _exit(127);
+  }
+  FILE *f = fopen(cl_path(&e->c, "pids"), "a");
+  if(f) {
+    fprintf(f, "controller %ld\n", (long)pid);
+    fclose(f);
+  }
+  for(int i = 0; i < 200; i++) {
+    if(access(port, R_OK) == 0)
+      return;
+    e2e_sleep_ms(50);
+  }
+  cr_assert_fail("the controller did not start; see %s", log);
+}
+
+pid_t e2e_worker_pid(struct e2e *e, const char *name)
+{
+  char sel[200];
+  snprintf(sel, sizeof(sel), "godwit.dev/migration=%s,godwit.dev/step=worker", name);
+  struct kube_list_opts lo = { .label_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(e->k, &KUBE_PODS, E2E_NS, &lo, &list, &st);
+  kube_status_release(&st);
+  pid_t pid = 0;
+  const cJSON *p;
+  const cJSON *items = rc ? NULL : json_get(list, "items");
+  cJSON_ArrayForEach(p, items)
+  {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, json_get(p, "status.containerStatuses"))
+    {
+      const char *id = json_get_str(c, "containerID");
+      if(id && json_get(c, "state.running")) {
+        const char *dash = strrchr(id, '-');
+        if(dash)
+          pid = (pid_t)atol(dash + 1);
+      }
+    }
+  }
+  cJSON_Delete(list);
+  return pid;
+}

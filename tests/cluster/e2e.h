@@ -1,0 +1,125 @@
+/*
+ * e2e.h: the end-to-end fixture of the Migration tests (tests/cluster/test_migration_*.c): a
+ * local cluster with the webhook, the job runner and the controller (short probe, lag and poll
+ * intervals), two real PostgreSQL 15 servers, Secrets with their URIs, a sample database, and
+ * helpers to apply Migrations with the real kubectl, wait for phases and conditions, read
+ * Events, record the phases a Migration went through, compare both sides, and kill and restart
+ * the controller.
+ *
+ *   struct e2e e;
+ *   e2e_start(&e, &(struct e2e_opts){ .logical = true });
+ *   e2e_load(&e, 20000);                       // the "shop" database on the source
+ *   e2e_apply(&e, "...yaml...");               // kubectl apply -f
+ *   cr_assert(e2e_wait_cond(&e, "shop", "Complete", "True", NULL, 120000));
+ *   e2e_stop(&e);
+ *
+ * Roles: on the source "src_app" (LOGIN; SELECT on the sample; with .logical also REPLICATION
+ * and CREATE on the database, for pgcopydb's sentinel), on the target "dst_app" (owner of the
+ * target database; with .logical also EXECUTE on the replication origin functions and SET on
+ * session_replication_role). Secrets "src" and "dst" (key "uri") hold their URIs, "super" the
+ * target superuser's. Everything asserts on failure.
+ */
+#ifndef GW_TESTS_E2E_H
+#define GW_TESTS_E2E_H
+
+#include <cJSON.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "harness.h"
+#include "pgfixture.h"
+
+#define E2E_NS "default"
+#define E2E_SRC_PW "Src-Pw-5521"
+#define E2E_DST_PW "Dst-Pw-8830"
+
+struct e2e_opts {
+  bool logical;            /* wal_level = logical on the source, follow rights */
+  bool no_target_create;   /* dst_app without CREATE on the target (remediation tests) */
+  bool no_controller;      /* start the controller later (e2e_controller_start) */
+};
+
+struct e2e {
+  struct cl c;
+  struct kube_client *k;
+  struct pgfx src, dst;
+  bool pg_started;
+};
+
+void e2e_start(struct e2e *e, const struct e2e_opts *o);
+void e2e_stop(struct e2e *e);
+
+/* A Secret with one key "uri". */
+void e2e_secret(struct e2e *e, const char *name, const char *uri);
+/* The sample database "shop" on the source: schemas public, sales and audit; customers (1000
+ * rows, primary key, unique email), sales.orders (rows, primary key, a foreign key to
+ * customers, an index), audit.log, the sequence sales.invoice_seq at 4242 and one large
+ * object. */
+void e2e_load(struct e2e *e, long orders);
+
+/* kubectl apply -f of a YAML document (printf-style); asserts success. */
+void e2e_apply(struct e2e *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* kubectl with admin's context; returns the exit code, output in *out (may be NULL). */
+int e2e_kubectl(struct e2e *e, char **out, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+/* The Migration from the API (cJSON_Delete it), or NULL. */
+cJSON *e2e_get(struct e2e *e, const char *name);
+const char *e2e_phase(struct e2e *e, const char *name); /* thread-local buffer */
+/* Waits until the condition has status (and reason, when not NULL); false on timeout. */
+bool e2e_wait_cond(struct e2e *e, const char *name, const char *type, const char *status,
+                   const char *reason, int timeout_ms);
+bool e2e_wait_phase(struct e2e *e, const char *name, const char *phase, int timeout_ms);
+/* The condition's message ("" when absent), in a thread-local buffer. */
+const char *e2e_cond_message(struct e2e *e, const char *name, const char *type);
+const char *e2e_cond_reason(struct e2e *e, const char *name, const char *type);
+/* A human dump of the Migration's status and Events, for assertion messages (malloc'd). */
+char *e2e_describe(struct e2e *e, const char *name);
+
+/* Events of the object name: "<type> <reason>: <message>" lines (malloc'd). */
+char *e2e_events(struct e2e *e, const char *name);
+/* How many Events with that reason (counting repeats). */
+int e2e_event_count(struct e2e *e, const char *name, const char *reason);
+/* The message of the last Event with that reason ("" when none), thread-local buffer. */
+const char *e2e_event_message(struct e2e *e, const char *name, const char *reason);
+bool e2e_wait_event(struct e2e *e, const char *name, const char *reason, int timeout_ms);
+
+/* Jobs of the Migration (label godwit.dev/migration=name): their names, sorted, one per line
+ * (malloc'd); and how many there are. */
+char *e2e_jobs(struct e2e *e, const char *name);
+
+/* Rows and an order-independent checksum of a table. */
+long long e2e_count(struct pgfx *pg, const char *db, const char *table);
+long long e2e_checksum(struct pgfx *pg, const char *db, const char *table);
+/* Asserts both sides hold the same rows in each table of the sample. */
+void e2e_assert_same(struct e2e *e);
+
+/* Records every phase a Migration goes through, from a watch. */
+struct e2e_phases {
+  struct e2e *e;
+  char name[64];
+  pthread_t t;
+  volatile int stop;
+  pthread_mutex_t mu;
+  char seen[64][24];
+  int n;
+};
+void e2e_phases_start(struct e2e_phases *p, struct e2e *e, const char *name);
+void e2e_phases_stop(struct e2e_phases *p);
+bool e2e_phases_saw(struct e2e_phases *p, const char *phase);
+/* "Pending Validating Cloning ..." (thread-local buffer). */
+const char *e2e_phases_list(struct e2e_phases *p);
+
+/* The controller process: its pid, a SIGKILL, a fresh start with the same flags. */
+pid_t e2e_controller_pid(struct e2e *e);
+void e2e_controller_kill(struct e2e *e);
+void e2e_controller_start(struct e2e *e);
+
+/* The pid of the worker container's process group of a Migration (pgcopydb), or 0. */
+pid_t e2e_worker_pid(struct e2e *e, const char *name);
+
+/* Sleeps ms milliseconds. */
+void e2e_sleep_ms(long ms);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * test_migration_clone.c: a one-time clone end to end (issue test 1): a database with several
+ * schemas, a table of a million rows, indexes, a foreign key, a sequence and a large object,
+ * copied by the controller's Jobs with the real pgcopydb 0.10; Complete; the same rows and
+ * checksums on both sides; the phases Cloning and Finalizing seen through a watch; the Events
+ * and metrics of the run; no credential in any Job argument, Event or condition.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "json.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(migration_clone, .fini = stop, .timeout = 420);
+
+#define CLONE_YAML                                                                            \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata:\n"                                                                               \
+  "  name: %s\n"                                                                              \
+  "spec:\n"                                                                                   \
+  "  source:\n"                                                                               \
+  "    connectionSecretRef: {name: src}\n"                                                    \
+  "  target:\n"                                                                               \
+  "    connectionSecretRef: {name: dst}\n"                                                    \
+  "  clone:\n"                                                                                \
+  "    tableJobs: 2\n"                                                                        \
+  "    indexJobs: 2\n"                                                                        \
+  "  worker:\n"                                                                               \
+  "    workDir: {size: 1Gi}\n"
+
+/* Nothing secret in what a person or a log can see. */
+static void assert_no_credentials(const char *what, const char *text)
+{
+  cr_assert_null(strstr(text, E2E_SRC_PW), "the source password appears in %s:\n%s", what, text);
+  cr_assert_null(strstr(text, E2E_DST_PW), "the target password appears in %s:\n%s", what, text);
+  cr_assert_null(strstr(text, E.dst.password), "the superuser password appears in %s", what);
+}
+
+Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 1000000);
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "shop");
+  e2e_apply(&E, CLONE_YAML, "shop");
+  bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 300000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
+  e2e_phases_stop(&ph);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
+  cr_assert_str_eq(e2e_phase(&E, "shop"), "Completed");
+  cr_assert(e2e_phases_saw(&ph, "Pending"), "phases: %s", e2e_phases_list(&ph));
+  cr_assert(e2e_phases_saw(&ph, "Validating"), "phases: %s", e2e_phases_list(&ph));
+  cr_assert(e2e_phases_saw(&ph, "Cloning"), "phases: %s", e2e_phases_list(&ph));
+  cr_assert(e2e_phases_saw(&ph, "Finalizing"), "phases: %s\n%s", e2e_phases_list(&ph), d);
+  cr_assert(!e2e_phases_saw(&ph, "Failed"), "phases: %s", e2e_phases_list(&ph));
+
+  /* the data */
+  e2e_assert_same(&E);
+  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 1000000);
+  char *seq = pgfx_query1(&E.dst, "shop", "SELECT last_value FROM sales.invoice_seq");
+  cr_assert_str_eq(seq, "4242");
+  free(seq);
+  char *lo = pgfx_query1(&E.dst, "shop",
+                         "SELECT convert_from(lo_get(oid), 'UTF8') FROM pg_largeobject_metadata");
+  cr_assert_str_eq(lo, "godwit large object");
+  free(lo);
+  char *fk = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                                         " AND conrelid = 'sales.orders'::regclass");
+  cr_assert_str_eq(fk, "1", "the foreign key was restored");
+  free(fk);
+  char *idx = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_indexes WHERE schemaname = "
+                                          "'sales' AND tablename = 'orders'");
+  cr_assert_str_eq(idx, "2", "primary key and index");
+  free(idx);
+
+  /* the conditions */
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "Validated"), "SpecValid");
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "CloneCompleted"), "CloneSucceeded");
+  cJSON *m = e2e_get(&E, "shop");
+  const cJSON *c;
+  long long gen = (long long)json_get(m, "metadata.generation")->valuedouble;
+  cJSON_ArrayForEach(c, json_get(m, "status.conditions"))
+  {
+    const cJSON *og = json_get(c, "observedGeneration");
+    cr_assert(cJSON_IsNumber(og) && (long long)og->valuedouble == gen,
+              "condition %s has no current observedGeneration", json_get_str(c, "type"));
+    const char *type = json_get_str(c, "type");
+    cr_assert(strcmp(type, "Streaming") && strcmp(type, "CaughtUp") &&
+                strcmp(type, "CutoverCompleted") && strcmp(type, "OwnershipApplied"),
+              "a clone has no %s condition", type);
+  }
+  cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 1);
+  cr_assert_str_eq(json_get_str(m, "status.pgcopydbVersion"), "0.10-1");
+  cr_assert_not_null(json_get_str(m, "status.completionTime"));
+  cr_assert(json_get_bool(m, "status.copyingDataSeen", false));
+  cJSON_Delete(m);
+
+  /* the Events */
+  cr_assert_eq(e2e_event_count(&E, "shop", "PreflightStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "PreflightPassed"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "AttemptStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "Completed"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "AttemptFailed"), 0, "%s", d);
+
+  /* the Jobs: one of each, named <name>-<step>-<attempt> */
+  char *jobs = e2e_jobs(&E, "shop");
+  cr_assert_str_eq(jobs, "shop-catalog-1\nshop-preflight-1\nshop-worker-1\n");
+  free(jobs);
+
+  /* no credential anywhere a person looks */
+  char *out = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &out, "get jobs -o yaml"), 0);
+  assert_no_credentials("the Jobs", out);
+  cr_assert(strstr(out, "secretKeyRef"), "credentials come from Secrets");
+  free(out);
+  assert_no_credentials("the Migration and its Events", d);
+  char *log = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &out, "describe migration shop"), 0);
+  assert_no_credentials("kubectl describe", out);
+  free(out);
+  free(log);
+  free(d);
+}

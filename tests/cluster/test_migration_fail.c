@@ -1,0 +1,243 @@
+/*
+ * test_migration_fail.c: failures with clear messages (issue test 4), end to end: a wrong
+ * password (PreflightFailed naming the check), a missing Secret (PreflightRunning with the
+ * kubelet's reason), a target role without CREATE (remediated through superuserSecretRef, and
+ * PreflightWouldRemediate in a dry run that applies nothing), a worker that hits a permission
+ * error (PermissionDenied, budget unspent), one that keeps failing (BackoffLimitExceeded), and a
+ * spec that slipped past a disabled webhook (InvalidSpec).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "json.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(migration_fail, .fini = stop, .timeout = 300);
+
+#define MIG_YAML                                                                              \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata:\n"                                                                               \
+  "  name: %s\n"                                                                              \
+  "spec:\n"                                                                                   \
+  "  source:\n"                                                                               \
+  "    connectionSecretRef: {name: %s}\n"                                                     \
+  "  target:\n"                                                                               \
+  "    connectionSecretRef: {name: dst}\n"                                                    \
+  "  backoffLimit: %d\n"                                                                      \
+  "  worker:\n"                                                                               \
+  "    workDir: {size: 1Gi}\n"
+
+static void no_worker(const char *name)
+{
+  char *jobs = e2e_jobs(&E, name);
+  cr_assert_null(strstr(jobs, "-worker-"), "a worker Job was created:\n%s", jobs);
+  free(jobs);
+}
+
+Test(migration_fail, a_wrong_password_fails_the_preflight_naming_the_check)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 100);
+  char uri[256];
+  e2e_secret(&E, "badsrc", pgfx_uri(&E.src, uri, sizeof(uri), "src_app", "Wrong-Pw-1", "shop"));
+  e2e_apply(&E, MIG_YAML, "pw", "badsrc", 2);
+  bool failed = e2e_wait_cond(&E, "pw", "Failed", "True", "PreflightFailed", 120000) &&
+                e2e_wait_event(&E, "pw", "PreflightFailed", 10000);
+  char *d = e2e_describe(&E, "pw");
+  cr_assert(failed, "%s", d);
+  cr_assert_str_eq(e2e_phase(&E, "pw"), "Failed");
+  cr_assert_str_eq(e2e_cond_reason(&E, "pw", "Validated"), "PreflightFailed");
+  const char *msg = e2e_cond_message(&E, "pw", "Validated");
+  cr_assert(strstr(msg, "source.connect"), "the message names the check: %s", msg);
+  cr_assert(strstr(msg, "password authentication failed"), "the server's line: %s", msg);
+  cr_assert(strstr(msg, "Secret"), "the recovery names what to fix: %s", msg);
+  cr_assert_null(strstr(d, "Wrong-Pw-1"), "no password anywhere:\n%s", d);
+  cr_assert_eq(e2e_event_count(&E, "pw", "PreflightFailed"), 1, "a Warning Event:\n%s", d);
+  cr_assert(strstr(e2e_events(&E, "pw"), "Warning PreflightFailed"));
+  no_worker("pw");
+  free(d);
+}
+
+Test(migration_fail, a_missing_secret_keeps_validating_with_the_kubelet_reason)
+{
+  e2e_start(&E, NULL);
+  e2e_apply(&E, MIG_YAML, "nosecret", "nosuch", 2);
+  bool waiting = false;
+  for(int i = 0; i < 300 && !waiting; i++) {
+    waiting = strstr(e2e_cond_message(&E, "nosecret", "Validated"), "CreateContainerConfigError");
+    if(!waiting)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "nosecret");
+  cr_assert(waiting, "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "nosecret", "Validated"), "PreflightRunning");
+  const char *msg = e2e_cond_message(&E, "nosecret", "Validated");
+  cr_assert(strstr(msg, "secret \"nosuch\" not found"), "the kubelet reason verbatim: %s", msg);
+  cr_assert_str_eq(e2e_phase(&E, "nosecret"), "Validating");
+  cr_assert_eq(e2e_event_count(&E, "nosecret", "PreflightStarted"), 1, "%s", d);
+  free(d);
+  /* the Secret appears: the preflight starts and passes */
+  char uri[256];
+  e2e_secret(&E, "nosuch", pgfx_uri(&E.src, uri, sizeof(uri), "src_app", E2E_SRC_PW, "shop"));
+  d = NULL;
+  cr_assert(e2e_wait_cond(&E, "nosecret", "Validated", "True", "SpecValid", 120000), "%s",
+            (d = e2e_describe(&E, "nosecret")));
+  free(d);
+}
+
+#define REMEDIATE_YAML                                                                        \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata:\n"                                                                               \
+  "  name: %s\n"                                                                              \
+  "spec:\n"                                                                                   \
+  "  source:\n"                                                                               \
+  "    connectionSecretRef: {name: src}\n"                                                    \
+  "  target:\n"                                                                               \
+  "    connectionSecretRef: {name: dst}\n"                                                    \
+  "  superuserSecretRef: {name: super}\n"                                                     \
+  "  dryRun: %s\n"                                                                            \
+  "  worker:\n"                                                                               \
+  "    workDir: {size: 1Gi}\n"
+
+Test(migration_fail, a_target_role_without_create_is_remediated_and_a_dry_run_applies_nothing)
+{
+  e2e_start(&E, &(struct e2e_opts){ .no_target_create = true });
+  e2e_load(&E, 2000);
+  /* the dry run: the grants it would apply, none applied, no worker, no data */
+  e2e_apply(&E, REMEDIATE_YAML, "dry", "true");
+  bool done = e2e_wait_cond(&E, "dry", "Complete", "True", "DryRunSucceeded", 120000) &&
+              e2e_wait_event(&E, "dry", "Completed", 10000);
+  char *d = e2e_describe(&E, "dry");
+  cr_assert(done, "%s", d);
+  cr_assert_str_eq(e2e_phase(&E, "dry"), "Completed");
+  cr_assert_eq(e2e_event_count(&E, "dry", "PreflightWouldRemediate"), 1, "the clone tier:\n%s",
+               d);
+  const char *would = e2e_event_message(&E, "dry", "PreflightWouldRemediate");
+  cr_assert(strstr(would, "GRANT CREATE ON DATABASE"), "%s", would);
+  cr_assert(strstr(would, "dst_app"), "%s", would);
+  cr_assert_eq(e2e_event_count(&E, "dry", "PreflightRemediated"), 0, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "dry", "DryRunSucceeded"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "dry", "PreflightPassed"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "dry", "Completed"), 1, "%s", d);
+  no_worker("dry");
+  char *has = pgfx_query1(&E.dst, "shop", "SELECT has_database_privilege('dst_app', 'shop', "
+                                          "'CREATE')::text");
+  cr_assert_str_eq(has, "false", "a dry run applies nothing");
+  free(has);
+  char *tables = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_tables WHERE schemaname "
+                                             "NOT IN ('pg_catalog', 'information_schema')");
+  cr_assert_str_eq(tables, "0", "no data moved");
+  free(tables);
+  free(d);
+
+  /* the real one: granted, one Event per tier listing the statements, then the copy */
+  e2e_apply(&E, REMEDIATE_YAML, "fix", "false");
+  done = e2e_wait_cond(&E, "fix", "Complete", "True", "MigrationSucceeded", 180000) &&
+         e2e_wait_event(&E, "fix", "Completed", 10000);
+  d = e2e_describe(&E, "fix");
+  cr_assert(done, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "fix", "PreflightRemediated"), 1, "%s", d);
+  const char *granted = e2e_event_message(&E, "fix", "PreflightRemediated");
+  cr_assert(strstr(granted, "GRANT CREATE ON DATABASE"), "%s", granted);
+  cr_assert(strstr(granted, "clone tier"), "%s", granted);
+  cr_assert_eq(e2e_event_count(&E, "fix", "PreflightWouldRemediate"), 0, "%s", d);
+  cr_assert(strstr(e2e_event_message(&E, "fix", "PreflightPassed"), "grant"), "%s", d);
+  cJSON *m = e2e_get(&E, "fix");
+  cr_assert_gt(json_get(m, "status.preflight.remediated")->valuedouble, 0);
+  cJSON_Delete(m);
+  e2e_assert_same(&E);
+  cr_assert_null(strstr(d, E.dst.password), "the superuser's password stays secret");
+  free(d);
+}
+
+Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 500);
+  /* the preflight does not look at event triggers; restoring one needs a superuser */
+  pgfx_exec(&E.src, "shop", "CREATE FUNCTION public.noop() RETURNS event_trigger LANGUAGE "
+                            "plpgsql AS $$ BEGIN END $$;"
+                            "CREATE EVENT TRIGGER audit_ddl ON ddl_command_start "
+                            "EXECUTE FUNCTION public.noop()");
+  e2e_apply(&E, MIG_YAML, "perm", "src", 3);
+  bool failed = e2e_wait_cond(&E, "perm", "Failed", "True", "PermissionDenied", 180000) &&
+                e2e_wait_event(&E, "perm", "PermissionDenied", 10000);
+  char *d = e2e_describe(&E, "perm");
+  cr_assert(failed, "%s", d);
+  const char *msg = e2e_cond_message(&E, "perm", "Failed");
+  cr_assert(strstr(msg, "permission denied to create event trigger"), "the matched line: %s",
+            msg);
+  cr_assert_null(strstr(msg, "HINT"), "%s", msg);
+  cr_assert(strstr(msg, "remaining 3 attempts"), "the budget stays unspent: %s", msg);
+  cJSON *m = e2e_get(&E, "perm");
+  cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 1, "one attempt:\n%s", d);
+  cJSON_Delete(m);
+  cr_assert_eq(e2e_event_count(&E, "perm", "AttemptFailed"), 0, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "perm", "PermissionDenied"), 1, "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "perm", "CloneCompleted"), "CloneFailed");
+  cr_assert_str_eq(e2e_phase(&E, "perm"), "Failed");
+  cr_assert_null(strstr(d, E2E_SRC_PW));
+  cr_assert_null(strstr(d, E2E_DST_PW));
+  free(d);
+}
+
+Test(migration_fail, a_worker_that_keeps_failing_exceeds_the_backoff_limit)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 500);
+  /* a table in the way on the target: the pre-data restore fails on every attempt */
+  pgfx_exec(&E.dst, "shop", "CREATE TABLE public.customers(id int); "
+                            "ALTER TABLE public.customers OWNER TO dst_app");
+  e2e_apply(&E, MIG_YAML, "again", "src", 1);
+  bool failed = e2e_wait_cond(&E, "again", "Failed", "True", "BackoffLimitExceeded", 240000) &&
+                e2e_wait_event(&E, "again", "BackoffLimitExceeded", 10000);
+  char *d = e2e_describe(&E, "again");
+  cr_assert(failed, "%s", d);
+  cJSON *m = e2e_get(&E, "again");
+  cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 2, "backoffLimit + 1:\n%s", d);
+  cJSON_Delete(m);
+  cr_assert_eq(e2e_event_count(&E, "again", "AttemptStarted"), 2, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "again", "AttemptFailed"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "again", "BackoffLimitExceeded"), 1, "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "again", "CloneCompleted"), "CloneFailed");
+  const char *msg = e2e_cond_message(&E, "again", "CloneCompleted");
+  cr_assert(strstr(msg, "exit code"), "the Job failure: %s", msg);
+  cr_assert(strstr(msg, "pgcopydb error"), "the last pgcopydb error line: %s", msg);
+  char *jobs = e2e_jobs(&E, "again");
+  cr_assert(strstr(jobs, "again-worker-1\nagain-worker-2\n"), "%s", jobs);
+  cr_assert_null(strstr(jobs, "again-worker-3"), "%s", jobs);
+  free(jobs);
+  free(d);
+}
+
+Test(migration_fail, a_spec_past_a_disabled_webhook_is_invalid)
+{
+  e2e_start(&E, NULL);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "delete validatingwebhookconfiguration godwit-validating"),
+               0);
+  /* source and target: the same Secret and key */
+  e2e_apply(&E, MIG_YAML, "same", "dst", 2);
+  bool failed = e2e_wait_cond(&E, "same", "Failed", "True", "InvalidSpec", 60000) &&
+                e2e_wait_event(&E, "same", "InvalidSpec", 10000);
+  char *d = e2e_describe(&E, "same");
+  cr_assert(failed, "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "same", "Validated"), "InvalidSpec");
+  cr_assert(strstr(e2e_cond_message(&E, "same", "Validated"), "spec.target.connectionSecretRef"),
+            "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "same", "InvalidSpec"), 1, "%s", d);
+  char *jobs = e2e_jobs(&E, "same");
+  cr_assert_str_eq(jobs, "", "nothing runs");
+  free(jobs);
+  free(d);
+}

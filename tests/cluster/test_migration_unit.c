@@ -1,0 +1,426 @@
+/*
+ * test_migration_unit.c: the pure pieces of the Migration controller (controller/migration/):
+ * the phase transition table, the status edit (refused transitions, decisions made on another
+ * object), the worker's command line per pgcopydb version, the filters file, the log-tail
+ * classification and redaction, the catch-up counting, and the rendering of a runner Job
+ * (labels, ownerReference, template digest, credentials only through secretKeyRef).
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conditions.h"
+#include "json.h"
+#include "migration/mig.h"
+#include "podtemplate.h"
+
+/* ---- the phase machine ---- */
+
+struct tr {
+  const char *from, *to;
+  bool ok;
+};
+
+/* Every pair of the documented table, and what it leaves out. */
+static const struct tr table[] = {
+  { "Pending", "Validating", true },      { "Pending", "Failed", true },
+  { "Pending", "Suspended", true },       { "Pending", "Cloning", false },
+  { "Pending", "Completed", false },      { "Validating", "Cloning", true },
+  { "Validating", "Completed", true },    { "Validating", "Failed", true },
+  { "Validating", "Suspended", true },    { "Validating", "Streaming", false },
+  { "Validating", "Pending", false },     { "Cloning", "Finalizing", true },
+  { "Cloning", "Streaming", true },       { "Cloning", "Completed", true },
+  { "Cloning", "Failed", true },          { "Cloning", "Suspended", true },
+  { "Cloning", "Verifying", false },      { "Cloning", "CutoverPending", false },
+  { "Finalizing", "Streaming", true },    { "Finalizing", "Verifying", true },
+  { "Finalizing", "Completed", true },    { "Finalizing", "Failed", true },
+  { "Finalizing", "Suspended", true },    { "Finalizing", "Cloning", false },
+  { "Streaming", "CutoverPending", true }, { "Streaming", "Failed", true },
+  { "Streaming", "Suspended", true },     { "Streaming", "CuttingOver", false },
+  { "Streaming", "Completed", false },    { "CutoverPending", "CuttingOver", true },
+  { "CutoverPending", "Suspended", true }, { "CutoverPending", "Failed", false },
+  { "CutoverPending", "Streaming", false }, { "CuttingOver", "Verifying", true },
+  { "CuttingOver", "Completed", true },   { "CuttingOver", "Failed", true },
+  { "CuttingOver", "Suspended", true },   { "CuttingOver", "Streaming", false },
+  { "Verifying", "Completed", true },     { "Verifying", "Failed", true },
+  { "Verifying", "Suspended", true },     { "Verifying", "Cloning", false },
+  { "Completed", "Failed", false },       { "Completed", "Pending", false },
+  { "Completed", "Suspended", false },    { "Failed", "Completed", false },
+  { "Failed", "Suspended", false },       { "Failed", "Pending", false },
+};
+
+Test(migration_unit, transition_table)
+{
+  for(size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+    enum mig_phase f = mig_phase_parse(table[i].from), t = mig_phase_parse(table[i].to);
+    cr_assert_neq(f, MP_NONE, "%s", table[i].from);
+    cr_assert_neq(t, MP_NONE, "%s", table[i].to);
+    cr_assert_eq(mig_transition_allowed(f, t, MP_NONE), table[i].ok, "%s -> %s", table[i].from,
+                 table[i].to);
+  }
+  /* counted exactly: the allowed pairs are the table's 29 */
+  int allowed = 0;
+  for(int f = 0; f < MP_COUNT; f++)
+    for(int t = 0; t < MP_COUNT; t++)
+      if(f != t && f != MP_SUSPENDED && mig_transition_allowed(f, t, MP_NONE))
+        allowed++;
+  cr_assert_eq(allowed, 29);
+  /* the first observation, staying, resuming */
+  cr_assert(mig_transition_allowed(MP_NONE, MP_PENDING, MP_NONE));
+  cr_assert(!mig_transition_allowed(MP_NONE, MP_VALIDATING, MP_NONE));
+  cr_assert(mig_transition_allowed(MP_CLONING, MP_CLONING, MP_NONE));
+  for(int t = 0; t < MP_COUNT; t++)
+    cr_assert_eq(mig_transition_allowed(MP_SUSPENDED, t, MP_STREAMING),
+                 t == MP_STREAMING || t == MP_SUSPENDED, "Suspended -> %s",
+                 mig_phase_name(t));
+  cr_assert(!mig_transition_allowed(MP_SUSPENDED, MP_CLONING, MP_NONE));
+  for(int p = 0; p < MP_COUNT; p++)
+    cr_assert_eq(mig_phase_parse(mig_phase_name(p)), p);
+}
+
+static cJSON *obj_with(const char *phase)
+{
+  char buf[512];
+  snprintf(buf, sizeof(buf),
+           "{\"metadata\":{\"name\":\"m\",\"generation\":3,\"resourceVersion\":\"7\"},"
+           "\"status\":{\"phase\":\"%s\"}}", phase);
+  return cJSON_Parse(buf);
+}
+
+Test(migration_unit, the_status_edit_refuses_what_the_table_refuses)
+{
+  struct mig m;
+  memset(&m, 0, sizeof(m));
+  m.ed.phase = m.ed.expect = MP_NONE;
+  mig_set_phase(&m, MP_COMPLETED);
+  mig_cond(&m, C_COMPLETE, COND_TRUE, "MigrationSucceeded", "done");
+  cJSON *o = obj_with("Streaming");
+  bool changed = false;
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL, "Streaming -> Completed");
+  cJSON_Delete(o);
+  /* allowed: phase, condition with observedGeneration, startTime */
+  o = obj_with("Verifying");
+  changed = false;
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert(changed);
+  cr_assert_str_eq(json_get_str(o, "status.phase"), "Completed");
+  cr_assert(cond_is_true(o, C_COMPLETE));
+  const cJSON *c = cond_find(o, C_COMPLETE);
+  cr_assert_eq(json_get(c, "observedGeneration")->valuedouble, 3);
+  cr_assert_eq(json_get(o, "status.observedGeneration")->valuedouble, 3);
+  cr_assert(m.ed.phase_changed && m.ed.conds[0].changed);
+  /* applied again: nothing changes, and nothing counts as changed */
+  changed = false;
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert(!changed && !m.ed.phase_changed && !m.ed.conds[0].changed);
+  cJSON_Delete(o);
+  /* decided on another object: a conflict, decide again */
+  m.ed.expect = MP_VERIFYING;
+  snprintf(m.ed.expect_rv, sizeof(m.ed.expect_rv), "6");
+  o = obj_with("Verifying");
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
+  cJSON_Delete(o);
+  m.ed.expect_rv[0] = '\0';
+  o = obj_with("Cloning");
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
+  cJSON_Delete(o);
+  mig_edit_release(&m.ed);
+}
+
+Test(migration_unit, resume_goes_back_to_suspended_from_only)
+{
+  struct mig m;
+  memset(&m, 0, sizeof(m));
+  m.ed.phase = m.ed.expect = MP_NONE;
+  mig_set_phase(&m, MP_CUTOVER_PENDING);
+  cJSON *o = cJSON_Parse("{\"metadata\":{\"generation\":1},\"status\":{\"phase\":\"Suspended\","
+                         "\"suspendedFrom\":\"Streaming\"}}");
+  bool changed = false;
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL);
+  mig_set_phase(&m, MP_STREAMING);
+  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert_str_eq(json_get_str(o, "status.phase"), "Streaming");
+  cJSON_Delete(o);
+  mig_edit_release(&m.ed);
+}
+
+/* ---- the worker's command line ---- */
+
+static char *joined(cJSON *args)
+{
+  static char buf[2048];
+  buf[0] = '\0';
+  const cJSON *a;
+  cJSON_ArrayForEach(a, args)
+  {
+    strcat(buf, buf[0] ? " " : "");
+    strcat(buf, a->valuestring);
+  }
+  cJSON_Delete(args);
+  return buf;
+}
+
+static char *args_of(const char *spec, const char *version, int attempt, bool restart)
+{
+  cJSON *s = cJSON_Parse(spec);
+  cr_assert_not_null(s, "%s", spec);
+  struct pgc_version v;
+  mig_version_parse(version, &v);
+  char *out = joined(mig_worker_args(s, &v, attempt, restart, "godwit_0a1b2c3d"));
+  cJSON_Delete(s);
+  return out;
+}
+
+Test(migration_unit, worker_arguments_per_version)
+{
+  const char *clone = "{\"clone\":{\"tableJobs\":3,\"indexJobs\":2,\"skipVacuum\":true,"
+                      "\"skipLargeObjects\":true}}";
+  /* 0.10 knows neither --skip-vacuum nor --plugin: never a flag it does not know */
+  cr_assert_str_eq(args_of(clone, "0.10-1", 1, false),
+                   "clone --dir " MIG_WORK_DIR " --table-jobs 3 --index-jobs 2 --no-owner "
+                   "--no-acl --skip-extensions --skip-large-objects");
+  cr_assert_str_eq(args_of(clone, "0.18", 1, false),
+                   "clone --dir " MIG_WORK_DIR " --table-jobs 3 --index-jobs 2 --no-owner "
+                   "--no-acl --skip-extensions --skip-large-objects --skip-vacuum");
+  /* every attempt after the first resumes; the snapshot died with the first */
+  cr_assert_str_eq(args_of("{}", "0.10-1", 2, false),
+                   "clone --dir " MIG_WORK_DIR " --table-jobs 4 --index-jobs 4 --no-owner "
+                   "--no-acl --skip-extensions --resume --not-consistent");
+  cr_assert_str_eq(args_of("{}", "0.10-1", 3, true),
+                   "clone --dir " MIG_WORK_DIR " --table-jobs 4 --index-jobs 4 --no-owner "
+                   "--no-acl --skip-extensions --restart --drop-if-exists");
+  /* live */
+  cr_assert_str_eq(args_of("{\"follow\":{}}", "0.10-1", 1, false),
+                   "clone --follow --slot-name godwit_0a1b2c3d --origin godwit_0a1b2c3d --dir "
+                   MIG_WORK_DIR " --table-jobs 4 --index-jobs 4 --no-owner --no-acl "
+                   "--skip-extensions");
+  cr_assert_str_eq(args_of("{\"follow\":{},\"clone\":{\"extensions\":[\"pg_trgm\"]}}", "0.17",
+                           2, false),
+                   "clone --follow --slot-name godwit_0a1b2c3d --origin godwit_0a1b2c3d "
+                   "--plugin wal2json --dir " MIG_WORK_DIR " --table-jobs 4 --index-jobs 4 "
+                   "--no-owner --no-acl --resume --not-consistent");
+  /* an unknown version gets what every version knows */
+  cr_assert_str_eq(args_of(clone, NULL, 1, false), args_of(clone, "0.10-1", 1, false));
+  /* filters */
+  cr_assert(strstr(args_of("{\"clone\":{\"filters\":{\"excludeSchemas\":[\"tmp\"]}}}", "0.10", 1,
+                           false), "--filters " MIG_FILTERS_FILE));
+}
+
+Test(migration_unit, versions)
+{
+  struct pgc_version v;
+  mig_version_parse("0.10-1", &v);
+  cr_assert(v.known && v.major == 0 && v.minor == 10);
+  cr_assert(mig_version_at_least(&v, 0, 10) && !mig_version_at_least(&v, 0, 12));
+  mig_version_parse("v0.18", &v);
+  cr_assert(v.known && v.minor == 18 && mig_version_at_least(&v, 0, 15));
+  mig_version_parse("", &v);
+  cr_assert(!v.known && !mig_version_at_least(&v, 0, 0));
+  mig_version_parse("dev", &v);
+  cr_assert(!v.known);
+}
+
+Test(migration_unit, filters_file)
+{
+  cJSON *s = cJSON_Parse("{\"clone\":{\"filters\":{\"excludeSchemas\":[\"tmp\",\"scratch\"],"
+                         "\"excludeTables\":[\"sales.\\\"Q1\\\"\"],"
+                         "\"excludeTableData\":[\"audit.log\"],\"excludeIndexes\":[\"s.i\"]}}}");
+  struct pgc_version v;
+  mig_version_parse("0.10-1", &v);
+  char *ini = mig_filters_ini(s, &v, false);
+  cr_assert_str_eq(ini, "[exclude-schema]\ntmp\nscratch\n\n[exclude-table]\nsales.\"Q1\"\n\n"
+                        "[exclude-index]\ns.i\n\n[exclude-table-data]\naudit.log\n");
+  free(ini);
+  cJSON_Delete(s);
+  /* nothing to filter: no file at all (0.10 resets only owned sequences under a filter) */
+  s = cJSON_Parse("{\"follow\":{}}");
+  ini = mig_filters_ini(s, &v, true);
+  cr_assert_str_eq(ini, "");
+  free(ini);
+  cJSON_Delete(s);
+}
+
+/* ---- the log tail ---- */
+
+#define T010(level, msg) "12:47:08 22892 " level "  " msg "\n"
+
+Test(migration_unit, permission_errors_are_classified)
+{
+  struct tail_verdict v;
+  mig_classify_tail(T010("INFO", "STEP 3: restore the pre-data section to the target database")
+                    T010("ERROR", "pg_restore: error: could not execute query: ERROR:  "
+                                  "permission denied for database shop2")
+                    T010("ERROR", "HINT:  Must be superuser to create a schema.")
+                    T010("ERROR", "Command was: CREATE SCHEMA sales;")
+                    T010("ERROR", "Failed to run pg_restore: exit code 1")
+                    T010("FATAL", "Terminating all processes in our process group"),
+                    &v);
+  cr_assert_eq(v.cls, TAIL_PERMISSION);
+  cr_assert(strstr(v.line, "permission denied for database shop2"), "%s", v.line);
+  cr_assert(strstr(v.last_error, "Command was: CREATE SCHEMA sales;"), "%s", v.last_error);
+
+  static const char *const perm[] = {
+    T010("ERROR", "[SOURCE] ERROR:  must be superuser or replication role to use replication "
+                  "slots"),
+    T010("ERROR", "pg_restore: error: could not execute query: ERROR:  must be member of role "
+                  "\"postgres\""),
+    T010("ERROR", "[TARGET] ERROR:  permission denied for function pg_replication_origin_oid"),
+    "2024-05-01 10:00:00.123 77 ERROR pgsql.c:123 [SOURCE] ERROR:  permission denied for "
+    "table t\n",
+    NULL,
+  };
+  for(int i = 0; perm[i]; i++) {
+    mig_classify_tail(perm[i], &v);
+    cr_assert_eq(v.cls, TAIL_PERMISSION, "%s", perm[i]);
+  }
+  /* not permissions: a password, a network error, an INFO line quoting SQL */
+  static const char *const other[] = {
+    T010("ERROR", "Connection to database failed: FATAL:  password authentication failed for "
+                  "user \"src_app\""),
+    T010("ERROR", "could not connect to server: Connection refused"),
+    T010("INFO", "GRANT ... permission denied for whatever"),
+    NULL,
+  };
+  for(int i = 0; other[i]; i++) {
+    mig_classify_tail(other[i], &v);
+    cr_assert_eq(v.cls, TAIL_NONE, "%s", other[i]);
+  }
+}
+
+Test(migration_unit, the_post_data_failure_of_a_resume_starts_over)
+{
+  struct tail_verdict v;
+  mig_classify_tail(T010("INFO", "STEP 10: restore the post-data section to the target database")
+                    T010("ERROR", "pg_restore: error: could not execute query: ERROR:  "
+                                  "relation \"orders_pkey\" already exists")
+                    T010("ERROR", "Command was: ALTER TABLE ONLY sales.orders")
+                    T010("ERROR", "Failed to run pg_restore: exit code 1")
+                    T010("ERROR", "Failed to clone source database, see above for details"),
+                    &v);
+  cr_assert_eq(v.cls, TAIL_RESTART);
+  cr_assert(strstr(v.line, "orders_pkey"));
+  /* a replication slot that exists is no reason to start over */
+  mig_classify_tail(T010("INFO", "post-data") T010("ERROR", "Failed to create replication slot "
+                                                          "\"pgcopydb\": already exists"),
+                    &v);
+  cr_assert_eq(v.cls, TAIL_NONE);
+  /* the benign pg_restore warnings 0.10 logs at ERROR are not the last error */
+  mig_classify_tail(T010("ERROR", "pg_restore: warning: line ignored: \"sequences\": [")
+                    T010("ERROR", "[TARGET] ERROR:  database \"nosuchdb\" does not exist")
+                    T010("ERROR", "Failed to run pg_restore: exit code 1"),
+                    &v);
+  cr_assert(strstr(v.last_error, "nosuchdb"), "%s", v.last_error);
+}
+
+Test(migration_unit, redaction)
+{
+  /* 0.10 prints the source URI with its password after a failed login */
+  char *s = mig_scrub("FATAL Failed to export a snapshot on "
+                      "\"postgres://src_app:S3cret-pw@127.0.0.1:5432/shop\"; password=hunter2 x",
+                      4096);
+  cr_assert_null(strstr(s, "S3cret-pw"), "%s", s);
+  cr_assert_null(strstr(s, "hunter2"), "%s", s);
+  cr_assert(strstr(s, "postgres://src_app:***@127.0.0.1"), "%s", s);
+  free(s);
+  s = mig_scrub("0123456789abcdef", 10);
+  cr_assert_str_eq(s, "0123456...");
+  free(s);
+}
+
+Test(migration_unit, fatal_exit_and_base_copy_markers)
+{
+  cr_assert(mig_tail_fatal_exit(T010("INFO", "Replaying changes")
+                                  T010("FATAL", "Failed to receive changes")));
+  cr_assert(!mig_tail_fatal_exit(T010("FATAL", "x") T010("INFO", "Replaying changes")));
+  cr_assert(!mig_tail_fatal_exit(""));
+  cr_assert(mig_tail_base_copy_done(
+    T010("INFO", "Updating the pgcopydb.sentinel to enable applying changes")));
+  cr_assert(!mig_tail_base_copy_done(T010("INFO", "COPY phase is done")));
+}
+
+/* ---- catch-up ---- */
+
+Test(migration_unit, catch_up_needs_two_consecutive_samples)
+{
+  const int64_t max = 1000;
+  int n = 0;
+  n = mig_catchup_next(n, false, -1, max);
+  cr_assert_eq(n, 0);
+  cr_assert_str_eq(mig_catchup_reason(n), "Lagging");
+  n = mig_catchup_next(n, true, 999, max);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(mig_catchup_reason(n), "ConfirmingCatchUp");
+  n = mig_catchup_next(n, true, 5000, max); /* above: the count starts over */
+  cr_assert_eq(n, 0);
+  cr_assert_str_eq(mig_catchup_reason(n), "Lagging");
+  n = mig_catchup_next(n, true, 1000, max); /* "at or below" */
+  n = mig_catchup_next(n, true, 0, max);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(mig_catchup_reason(n), "LagBelowThreshold");
+  n = mig_catchup_next(n, false, -1, max); /* no sample: not caught up */
+  cr_assert_eq(n, 0);
+  cr_assert_eq(mig_catchup_next(0, true, 0, 0), 1, "maxCatchupLag 0: exactly no lag");
+  cr_assert_eq(mig_catchup_next(1, true, 1, 0), 0);
+}
+
+/* ---- a runner Job ---- */
+
+Test(migration_unit, a_rendered_job)
+{
+  static const struct migration_opts o = { .runner_image = "r/godwit:1" };
+  cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"shop\",\"namespace\":\"prod\","
+                           "\"uid\":\"0a1b2c3d-4e5f-6789-abcd-ef0123456789\"},"
+                           "\"spec\":{\"source\":{\"connectionSecretRef\":{\"name\":\"s\","
+                           "\"key\":\"uri\"}},\"target\":{\"connectionSecretRef\":{\"name\":\"d\"}},"
+                           "\"superuserSecretRef\":{\"name\":\"su\",\"key\":\"k\"}}}");
+  struct rec_ctx rc = { .ns = "prod", .name = "shop", .key = "prod/shop" };
+  struct mig m;
+  mig_init(&m, &rc, &o, obj);
+  cr_assert_str_eq(m.appname, "godwit-0a1b2c3d");
+  cr_assert_str_eq(m.slot, "godwit_0a1b2c3d");
+  static const char *const cmd[] = { "godwit-runner", NULL };
+  cJSON *args = cJSON_CreateArray();
+  cJSON_AddItemToArray(args, cJSON_CreateString("preflight"));
+  struct job_spec s = { .step = "preflight", .attempt = 2, .image = "r/godwit:1",
+                        .container = "runner", .command = cmd, .args = args, .source = true,
+                        .target = true, .superuser = true };
+  cJSON *job = mig_job_render(&m, &s);
+  cr_assert_not_null(job);
+  cr_assert_str_eq(json_get_str(job, "metadata.name"), "shop-preflight-2");
+  const cJSON *l = json_get(job, "metadata.labels");
+  cr_assert_str_eq(cJSON_GetObjectItem(l, "godwit.dev/migration")->valuestring, "shop");
+  cr_assert_str_eq(cJSON_GetObjectItem(l, "godwit.dev/step")->valuestring, "preflight");
+  cr_assert_str_eq(cJSON_GetObjectItem(l, "godwit.dev/attempt")->valuestring, "2");
+  cr_assert_str_eq(cJSON_GetObjectItem(l, "app.kubernetes.io/managed-by")->valuestring,
+                   "godwit");
+  const cJSON *ref = cJSON_GetArrayItem(json_get(job, "metadata.ownerReferences"), 0);
+  cr_assert_str_eq(json_get_str(ref, "kind"), "Migration");
+  cr_assert_str_eq(json_get_str(ref, "uid"), "0a1b2c3d-4e5f-6789-abcd-ef0123456789");
+  cr_assert(json_get_bool(ref, "controller", false) && json_get_bool(ref, "blockOwnerDeletion",
+                                                                     false));
+  cr_assert_eq(json_get(job, "spec.backoffLimit")->valuedouble, 0);
+  const cJSON *tpl = json_get(job, "spec.template");
+  cr_assert_str_eq(json_get_str(tpl, "spec.restartPolicy"), "Never");
+  const cJSON *tl = json_get(tpl, "metadata.labels");
+  cr_assert_str_eq(cJSON_GetObjectItem(tl, PODTEMPLATE_RUNNER_LABEL)->valuestring, "migration");
+  const char *digest = cJSON_GetObjectItem(json_get(tpl, "metadata.annotations"),
+                                           PODTEMPLATE_DIGEST_ANNOTATION)->valuestring;
+  char want[80];
+  cr_assert_eq(podtemplate_digest(tpl, want, sizeof(want)), GW_OK);
+  cr_assert_str_eq(digest, want, "the digest covers the template as rendered");
+  const cJSON *env = json_get(cJSON_GetArrayItem(json_get(tpl, "spec.containers"), 0), "env");
+  cr_assert_eq(cJSON_GetArraySize(env), 3);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, env)
+  {
+    cr_assert_null(json_get(e, "value"), "credentials only through secretKeyRef");
+    cr_assert_not_null(json_get(e, "valueFrom.secretKeyRef.name"));
+  }
+  cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(env, 1), "valueFrom.secretKeyRef.key"),
+                   "uri", "the key defaults to uri");
+  cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(env, 2), "name"), "GODWIT_SUPERUSER_URI");
+  cJSON_Delete(job);
+  mig_release(&m);
+}
