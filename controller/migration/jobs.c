@@ -123,8 +123,11 @@ static cJSON *container(const struct mig *m, const struct job_spec *s)
   }
   if(s->resources && cJSON_IsObject(s->resources))
     cJSON_AddItemToObject(c, "resources", cJSON_Duplicate(s->resources, 1));
+  /* the restricted Pod Security Standard */
   cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
   cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation");
+  cJSON *drop = cJSON_AddArrayToObject(cJSON_AddObjectToObject(sc, "capabilities"), "drop");
+  cJSON_AddItemToArray(drop, cJSON_CreateString("ALL"));
   return c;
 }
 
@@ -145,6 +148,14 @@ cJSON *mig_job_render(const struct mig *m, const struct job_spec *s)
   cJSON *annotations = cJSON_AddObjectToObject(tmd, "annotations");
   cJSON *ps = cJSON_AddObjectToObject(tpl, "spec");
   cJSON_AddStringToObject(ps, "restartPolicy", "Never");
+  /* Non-root (the image's user 65532), and the work-dir volume writable by its group. */
+  cJSON *psc = cJSON_AddObjectToObject(ps, "securityContext");
+  cJSON_AddTrueToObject(psc, "runAsNonRoot");
+  cJSON_AddNumberToObject(psc, "runAsUser", 65532);
+  cJSON_AddNumberToObject(psc, "runAsGroup", 65532);
+  cJSON_AddNumberToObject(psc, "fsGroup", 65532);
+  cJSON_AddStringToObject(cJSON_AddObjectToObject(psc, "seccompProfile"), "type",
+                          "RuntimeDefault");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "containers"), container(m, s));
   if(s->workdir) {
     cJSON *v = cJSON_CreateObject();

@@ -139,9 +139,17 @@ static double proc_metric(const struct proc *p, const char *series)
   return v;
 }
 
-#define RECONCILED "godwit_controller_reconcile_total{controller=\"migration\"," \
-                   "kind=\"Migration\",result=\"success\"}"
+#define RECONCILES(result) "godwit_controller_reconcile_total{controller=\"migration\"," \
+                           "kind=\"Migration\",result=\"" result "\"}"
 #define IS_LEADER "godwit_leader_is_leader{lease=\"godwit-controller\"}"
+
+/* Reconciles that ended well (done, or requeued: a Migration that moves on asks to be looked
+ * at again). */
+static double reconciled(const struct proc *p)
+{
+  double ok = proc_metric(p, RECONCILES("success")), again = proc_metric(p, RECONCILES("requeue"));
+  return (ok > 0 ? ok : 0) + (again > 0 ? again : 0);
+}
 
 static const char *holder_buf(void)
 {
@@ -168,13 +176,16 @@ struct pending_all {
   int n;
 };
 
+/* Every Migration observed: a phase (Pending on the first observation, then the Migration
+ * controller moves it on to Validating). */
 static bool all_pending(void *arg)
 {
   struct pending_all *a = arg;
   for(int i = 0; i < a->n; i++) {
     char name[64];
     snprintf(name, sizeof(name), "%s%d", a->prefix, i);
-    if(strcmp(mt_phase(K, NS, name), "Pending"))
+    const char *ph = mt_phase(K, NS, name);
+    if(strcmp(ph, "Pending") && strcmp(ph, "Validating"))
       return false;
   }
   return true;
@@ -268,8 +279,8 @@ Test(ctrl_leader, one_reconciles_and_kill9_hands_over_after_the_lease)
   struct pending_all p1 = { "m", 5 };
   cr_assert(mt_wait(30000, all_pending, &p1));
   kt_sleep_ms(2500, NULL); /* B had time to misbehave */
-  cr_assert_geq(proc_metric(&a, RECONCILED), 5, "the leader reconciled every Migration");
-  cr_assert_eq(proc_metric(&b, RECONCILED), 0, "the standby reconciled nothing");
+  cr_assert_geq(reconciled(&a), 5, "the leader reconciled every Migration");
+  cr_assert_eq(reconciled(&b), 0, "the standby reconciled nothing");
   check_endpoints(&a, &b);
   cr_assert_str_eq(holder_buf(), "ctrl-a");
 
@@ -289,7 +300,7 @@ Test(ctrl_leader, one_reconciles_and_kill9_hands_over_after_the_lease)
             (long long)took);
   struct pending_all p2 = { "n", 3 };
   cr_assert(mt_wait(20000, all_pending, &p2));
-  cr_assert_geq(proc_metric(&b, RECONCILED), 3);
+  cr_assert_geq(reconciled(&b), 3);
   cr_assert_eq(proc_metric(&b, IS_LEADER), 1);
 
   cJSON *lease = mt_get(K, &KUBE_LEASES, LEASE_NS, "godwit-controller");
