@@ -13,18 +13,20 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # `make clean` first: a build/ directory copied from the host must not pass for up to date.
-RUN make clean && make -j"$(nproc)" build/godwit-webhook build/godwit-controller build/godwit-certs
+RUN make clean && make -j"$(nproc)" build/godwit-webhook build/godwit-controller build/godwit-certs \
+      build/godwit-runner
 
 # --- runtime: the shared libraries, plus pgcopydb and the PostgreSQL 15 client for the runner --
 FROM debian:12-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12 libgnutls30 libcjson1 libcurl4 libpq5 libyaml-0-2 libssl3 \
-      ca-certificates pgcopydb postgresql-client-15 \
+      ca-certificates pgcopydb postgresql-client-15 libsqlite3-0 \
  && rm -rf /var/lib/apt/lists/*
-# godwit-runner joins these when the runner steps land (the Migration controller's Jobs).
+# godwit-runner is the command of the Migration controller's runner Jobs (preflight, catalog,
+# cutover, verify, compare, cleanup, reown); the worker Jobs run pgcopydb from this image too.
 COPY --from=build /src/build/godwit-webhook /src/build/godwit-controller \
-     /src/build/godwit-certs /usr/local/bin/
+     /src/build/godwit-certs /src/build/godwit-runner /usr/local/bin/
 # The manifests run as 65532 too (runAsNonRoot needs a numeric user to check).
 USER 65532:65532
 CMD ["/usr/local/bin/godwit-webhook"]
