@@ -13,7 +13,11 @@
 
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s-%s-%d", m->name, step, attempt);
+  /* The handover is "the <name>-reown Job" (seed 000); its rare retries are numbered. */
+  if(!strcmp(step, "reown") && attempt <= 1)
+    snprintf(buf, len, "%s-%s", m->name, step);
+  else
+    snprintf(buf, len, "%s-%s-%d", m->name, step, attempt);
 }
 
 char *mig_scrub(const char *s, size_t max)

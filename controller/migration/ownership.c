@@ -1,5 +1,5 @@
-/* spec.clone.ownerAfterRestore: the <name>-reown-<n> Job hands every object the migration role
- * restored over to the owner, after the worker exited (clone) or the drain was proven (live).
+/* spec.clone.ownerAfterRestore: the <name>-reown Job (<name>-reown-<n> for a retry) hands every
+ * object the migration role restored over to the owner, after the worker exited (clone) or the drain was proven (live).
  * OwnershipStarted, OwnershipRunning, OwnershipApplied (condition and Event), OwnershipFailed
  * (terminal). Suspension deletes a running handover (suspend.c: OwnershipSuspended). */
 #include <stdio.h>
@@ -62,10 +62,13 @@ enum step_outcome mig_ownership(struct mig *m)
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
   if(o == STEP_WAIT || o == STEP_ERROR) {
     const char *reason = cond_reason(m->obj, C_OWNERSHIP);
-    if(!reason || strcmp(reason, "OwnershipSuspended") || !m->suspend)
+    if(!reason || strcmp(reason, "OwnershipSuspended") || !m->suspend) {
+      char job[96];
+      job_name(m, "reown", r.attempt, job, sizeof(job));
       mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
-               "the handover Job %s-reown-%d is running: objects the migration role owns "
-               "become %s's", m->name, r.attempt, owner);
+               "the handover Job %s is running: objects the migration role owns become %s's",
+               job, owner);
+    }
   } else if(o == STEP_PASSED) {
     mig_step_set(m, "reown", r.attempt, "Passed", r.message);
     mig_cond(m, C_OWNERSHIP, COND_TRUE, "OwnershipApplied",

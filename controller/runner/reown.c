@@ -16,7 +16,11 @@
  *
  * outside pg_catalog, information_schema and pg_toast, not extension members (an extension's
  * objects belong to it). Schemas go first: R then owns them, so it has the CREATE right on the
- * schema that changing the owner of what is inside requires. Identifiers are quoted by the
+ * schema that changing the owner of what is inside requires. Where an object to hand over lives
+ * in a schema the migration role does not own (public, owned by pg_database_owner since
+ * PostgreSQL 15), R gets that right first: GRANT CREATE ON SCHEMA s TO R (the database owner may
+ * grant it on public; elsewhere the GRANT grants nothing without the grant option, and the ALTER
+ * that follows names the missing right). Identifiers are quoted by the
  * server (format %I, regprocedure under an empty search_path). One statement per transaction
  * (autocommit): a failure or a kill loses nothing done, and a re-run lists only what the role
  * still owns. The first failure stops the run; its FAIL line and the RESULT line name the exact
@@ -52,6 +56,19 @@ static const char *const pending_sql =
   "     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
   "          WHERE d.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass"
   "            AND d.objid = ns.oid AND d.deptype = 'e')"
+  "  UNION ALL"
+  "  SELECT 1, 'schema privilege',"
+  "         pg_catalog.format('GRANT CREATE ON SCHEMA %I TO %I', ns.nspname, $1::text),"
+  "         ns.nspname"
+  "    FROM ns, me WHERE ns.nspowner <> me.oid"
+  "     AND CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = $1::text)"
+  "         THEN NOT pg_catalog.has_schema_privilege($1::text, ns.oid, 'CREATE') ELSE false END"
+  "     AND (EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relnamespace = ns.oid"
+  "                   AND c.relowner = me.oid AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f'))"
+  "          OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns.oid"
+  "                      AND p.proowner = me.oid)"
+  "          OR EXISTS (SELECT 1 FROM pg_catalog.pg_type t WHERE t.typnamespace = ns.oid"
+  "                      AND t.typowner = me.oid AND t.typtype IN ('e', 'd', 'r', 'm', 'b')))"
   "  UNION ALL"
   "  SELECT 2, CASE c.relkind WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'"
   "              WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' ELSE 'table' END,"
@@ -98,7 +115,7 @@ static const char *const pending_sql =
   "            AND d.objid = t.oid AND d.deptype = 'e')"
   " ) x ORDER BY ord, k COLLATE \"C\", stmt COLLATE \"C\"";
 
-static const char *const kinds[] = { "schema", "table", "view", "materialized view", "sequence",
+static const char *const kinds[] = { "schema", "schema privilege", "table", "view", "materialized view", "sequence",
                                      "foreign table", "function", "procedure", "aggregate",
                                      "type", "domain" };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

@@ -398,6 +398,9 @@ Test(runner_steps, reown_hands_every_kind_over, .timeout = 120)
   sr_pair_start(&p, false);
   pgfx_exec(&p.dst, "shop", "CREATE ROLE app_owner; GRANT app_owner TO dst_app;");
   pgfx_exec(&p.dst, "shop", "SET ROLE dst_app; %s; RESET ROLE", every_kind_sql);
+  /* a schema the migration role may create in but not grant on */
+  pgfx_exec(&p.dst, "shop", "CREATE SCHEMA locked; GRANT USAGE, CREATE ON SCHEMA locked TO "
+                            "dst_app; SET ROLE dst_app; CREATE TABLE locked.t(x int); RESET ROLE");
   char *before = owned_by(&p, "dst_app");
   cr_log_info("owned by dst_app before: %s", before);
   cr_assert_not_null(strstr(before, "rel app.parted_1"));
@@ -421,14 +424,23 @@ Test(runner_steps, reown_hands_every_kind_over, .timeout = 120)
   cr_expect_not_null(strstr(strstr(tail, "RESULT"), "OWNER TO nobody_here"), "%s", tail);
   sr_free(&r);
 
-  /* app_owner may not create in public yet: the schemas and the tables before it move, then
-   * public.in_public fails; the re-run after the grant picks up exactly what is left. */
+  /* app_owner gets CREATE on public from the database owner (dst_app), but nobody here may
+   * grant it on "locked": the schemas and the tables before locked.t move, then locked.t fails;
+   * the re-run after the superuser's grant picks up exactly what is left. */
   sr_run(&r, NULL, p.dst_uri, NULL, (const char *[]){ "reown", "--owner", "app_owner", NULL });
   cr_expect_eq(r.code, 1);
-  cr_expect_str_eq(sr_str(&r, "failed.statement"), "ALTER TABLE public.in_public OWNER TO app_owner");
+  cr_expect_str_eq(sr_str(&r, "failed.statement"), "ALTER TABLE locked.t OWNER TO app_owner");
+  cr_expect_not_null(strstr(sr_str(&r, "failed.error"), "permission denied for schema locked"));
   cr_expect_eq(sr_num(&r, "byKind.schema"), 2);
+  cr_expect_eq(sr_num(&r, "byKind.schema privilege"), 2, "GRANT CREATE on locked and public");
+  char *pub = pgfx_query1(&p.dst, "shop", "SELECT has_schema_privilege('app_owner', 'public', "
+                                          "'CREATE')::text");
+  cr_expect_str_eq(pub, "true", "the handover granted CREATE on public");
+  free(pub);
   long left = sr_num(&r, "statementsLeft");
-  cr_expect_eq(sr_num(&r, "statementsRun") + left, total);
+  /* the list for nobody_here had no GRANT (no such role); here both GRANTs ran and the one on
+   * locked, which granted nothing, is still pending */
+  cr_expect_eq(sr_num(&r, "statementsRun") + left, total + 3);
   cr_expect_gt(left, 0);
   static const char *const kinds[] = { "byKind.table", "byKind.view", "byKind.materialized view",
                                        "byKind.sequence", "byKind.function", "byKind.procedure",
@@ -437,10 +449,10 @@ Test(runner_steps, reown_hands_every_kind_over, .timeout = 120)
   for(size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
     per_kind[k] = sr_num(&r, kinds[k]) > 0 ? sr_num(&r, kinds[k]) : 0;
   sr_free(&r);
-  pgfx_exec(&p.dst, "shop", "GRANT CREATE ON SCHEMA public TO app_owner");
+  pgfx_exec(&p.dst, "shop", "GRANT CREATE ON SCHEMA locked TO app_owner");
   sr_run(&r, NULL, p.dst_uri, NULL, (const char *[]){ "reown", "--owner", "app_owner", NULL });
   cr_expect_eq(r.code, 0);
-  cr_expect_eq(sr_num(&r, "statementsRun"), left);
+  cr_expect_eq(sr_num(&r, "statementsRun"), left - 1, "all that was left but the GRANT on locked");
   cr_expect_eq(sr_num(&r, "statementsLeft"), 0);
   for(size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) /* over both runs */
     cr_expect_gt(per_kind[k] + (sr_num(&r, kinds[k]) > 0 ? sr_num(&r, kinds[k]) : 0), 0, "%s",
@@ -460,7 +472,7 @@ Test(runner_steps, reown_hands_every_kind_over, .timeout = 120)
                                                "type app.mood", "type app.pair",
                                                "type app.positive", "type app.floatrange",
                                                "type app.floatmultirange",
-                                               "rel public.in_public", NULL };
+                                               "rel public.in_public", "rel locked.t", NULL };
       *w; w++)
     cr_expect_not_null(strstr(moved, *w), "%s not handed over: %s", *w, moved);
   free(moved);

@@ -1,0 +1,81 @@
+/*
+ * test_migration_owner.c: clone.ownerAfterRestore end to end: the preflight grants the migration
+ * role membership in the owner role (superuserSecretRef, PreflightRemediated), the worker copies,
+ * then the <name>-reown Job hands every schema, table and sequence the migration role owns over
+ * to the owner: OwnershipApplied True with its Events, Complete.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "json.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(migration_owner, .fini = stop, .timeout = 300);
+
+Test(migration_owner, the_reown_job_hands_the_restored_objects_to_the_owner)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 5000);
+  pgfx_exec(&E.dst, "postgres", "CREATE ROLE shop_owner NOLOGIN");
+  e2e_apply(&E,
+            "apiVersion: pgcopydb.io/v1\n"
+            "kind: Migration\n"
+            "metadata: {name: shop}\n"
+            "spec:\n"
+            "  source: {connectionSecretRef: {name: src}}\n"
+            "  target: {connectionSecretRef: {name: dst}}\n"
+            "  superuserSecretRef: {name: super}\n"
+            "  clone:\n"
+            "    ownerAfterRestore: shop_owner\n"
+            "  worker: {workDir: {size: 1Gi}}\n");
+  /* Events are emitted after the status write: Completed is the last one */
+  bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 180000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete:\n%s", d);
+
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "OwnershipApplied"), "OwnershipApplied", "%s", d);
+  cr_assert(strstr(e2e_cond_message(&E, "shop", "OwnershipApplied"), "shop_owner"), "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "CloneCompleted"), "CloneSucceeded", "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "OwnershipStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "OwnershipApplied"), 1, "%s", d);
+  cr_assert_geq(e2e_event_count(&E, "shop", "PreflightRemediated"), 1, "%s", d);
+  cr_assert(strstr(e2e_event_message(&E, "shop", "PreflightRemediated"), "shop_owner"),
+            "the remediation names the grant: %s", d);
+
+  /* the handover is "the <name>-reown Job", run once */
+  char *jobs = e2e_jobs(&E, "shop");
+  cr_assert_str_eq(jobs, "shop-catalog-1\nshop-preflight-1\nshop-reown\nshop-worker-1\n");
+  free(jobs);
+
+  /* on the target, nothing of the sample is left to the migration role */
+  char *left = pgfx_query1(&E.dst, "shop",
+                           "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                           "c.relnamespace WHERE n.nspname IN ('public', 'sales', 'audit') AND "
+                           "c.relkind IN ('r', 'S') AND pg_get_userbyid(c.relowner) <> 'shop_owner'");
+  cr_assert_str_eq(left, "0", "relations not handed over");
+  free(left);
+  char *orders = pgfx_query1(&E.dst, "shop", "SELECT tableowner FROM pg_tables WHERE "
+                                             "schemaname = 'sales' AND tablename = 'orders'");
+  cr_assert_str_eq(orders, "shop_owner");
+  free(orders);
+  char *seq = pgfx_query1(&E.dst, "shop", "SELECT pg_get_userbyid(relowner) FROM pg_class "
+                                          "WHERE oid = 'sales.invoice_seq'::regclass");
+  cr_assert_str_eq(seq, "shop_owner");
+  free(seq);
+  char *schemas = pgfx_query1(&E.dst, "shop", "SELECT string_agg(pg_get_userbyid(nspowner), ',' "
+                                              "ORDER BY nspname) FROM pg_namespace WHERE "
+                                              "nspname IN ('sales', 'audit')");
+  cr_assert_str_eq(schemas, "shop_owner,shop_owner");
+  free(schemas);
+  e2e_assert_same(&E);
+  free(d);
+}
