@@ -1,7 +1,8 @@
 /* spec.clone.ownerAfterRestore: the <name>-reown Job (<name>-reown-<n> for a retry) hands every
  * object the migration role restored over to the owner, after the worker exited (clone) or the
- * drain was proven (live). OwnershipStarted, OwnershipRunning, OwnershipApplied (condition and Event), OwnershipFailed
- * (terminal). Suspension deletes a running handover (suspend.c: OwnershipSuspended). */
+ * drain was proven (live). OwnershipStarted, OwnershipRunning, OwnershipApplied (condition and
+ * Event), OwnershipFailed (terminal). Suspension deletes a running handover (suspend.c:
+ * OwnershipSuspended). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
