@@ -115,7 +115,8 @@ static const char *const pending_sql =
   "            AND d.objid = t.oid AND d.deptype = 'e')"
   " ) x ORDER BY ord, k COLLATE \"C\", stmt COLLATE \"C\"";
 
-static const char *const kinds[] = { "schema", "schema privilege", "table", "view", "materialized view", "sequence",
+static const char *const kinds[] = { "schema", "schema privilege", "table", "view",
+                                     "materialized view", "sequence",
                                      "foreign table", "function", "procedure", "aggregate",
                                      "type", "domain" };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

@@ -60,7 +60,8 @@ Test(migration_owner, the_reown_job_hands_the_restored_objects_to_the_owner)
   char *left = pgfx_query1(&E.dst, "shop",
                            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
                            "c.relnamespace WHERE n.nspname IN ('public', 'sales', 'audit') AND "
-                           "c.relkind IN ('r', 'S') AND pg_get_userbyid(c.relowner) <> 'shop_owner'");
+                           "c.relkind IN ('r', 'S') AND "
+                           "pg_get_userbyid(c.relowner) <> 'shop_owner'");
   cr_assert_str_eq(left, "0", "relations not handed over");
   free(left);
   char *orders = pgfx_query1(&E.dst, "shop", "SELECT tableowner FROM pg_tables WHERE "
