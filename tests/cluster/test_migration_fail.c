@@ -63,7 +63,9 @@ Test(migration_fail, a_wrong_password_fails_the_preflight_naming_the_check)
   cr_assert(strstr(msg, "Secret"), "the recovery names what to fix: %s", msg);
   cr_assert_null(strstr(d, "Wrong-Pw-1"), "no password anywhere:\n%s", d);
   cr_assert_eq(e2e_event_count(&E, "pw", "PreflightFailed"), 1, "a Warning Event:\n%s", d);
-  cr_assert(strstr(e2e_events(&E, "pw"), "Warning PreflightFailed"));
+  char *ev = e2e_events(&E, "pw");
+  cr_assert(strstr(ev, "Warning PreflightFailed"), "%s", ev);
+  free(ev);
   no_worker("pw");
   free(d);
 }
