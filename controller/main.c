@@ -196,29 +196,15 @@ int main(int argc, char **argv)
 {
   struct controller_config c;
   memset(&c, 0, sizeof(c));
-  char err[256];
-  gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));
-  if(rc == GW_ENOTFOUND) {
-    cfg_usage(stdout, "godwit-controller",
-              "Reconciles Migration, PtahSchema and PodMigration; writes status, conditions and "
-              "Events; leader-elected through a Lease.",
-              options);
-    return 0;
-  }
-  if(rc) {
-    fprintf(stderr, "godwit-controller: %s\n", err);
-    return 2;
-  }
-  int lvl = log_level_parse(c.log_level);
-  if(lvl < 0) {
-    fprintf(stderr, "godwit-controller: --log-level must be debug, info, warn or error\n");
-    return 2;
-  }
+  int code = cfg_main(options, &c, argc, argv, "godwit-controller",
+                      "Reconciles Migration, PtahSchema and PodMigration; writes status, "
+                      "conditions and Events; leader-elected through a Lease.");
+  if(code >= 0)
+    return code;
   if(c.leader_elect && c.renew_deadline >= c.lease_duration) {
     fprintf(stderr, "godwit-controller: --renew-deadline must be shorter than --lease-duration\n");
     return 2;
   }
-  log_set_level((enum log_level)lvl);
   char identity[300];
   if(c.identity && *c.identity) {
     snprintf(identity, sizeof(identity), "%s", c.identity);
