@@ -30,13 +30,17 @@ static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
     cJSON_AddItemToArray(a, cJSON_CreateString("--schema"));
   if(wants(m, "data"))
     cJSON_AddItemToArray(a, cJSON_CreateString("--data"));
+  /* what the copy covered (the work dir's lists): tables the filters left out are no
+   * difference */
+  cJSON_AddItemToArray(a, cJSON_CreateString("--dir"));
+  cJSON_AddItemToArray(a, cJSON_CreateString(MIG_WORK_DIR));
   s->step = "compare";
   s->attempt = attempt;
   s->image = m->o->runner_image;
   s->container = "runner";
   s->command = runner_command;
   s->args = a;
-  s->source = s->target = true;
+  s->source = s->target = s->workdir = true;
 }
 
 void mig_finish(struct mig *m)

@@ -405,24 +405,38 @@ static void sync_one(struct st_ctx *c, struct sq_result *r, const char *id, cons
   free(q);
 }
 
+static bool wd_lists_seq(const struct wd_catalog *w, const char *schema, const char *name)
+{
+  for(size_t i = 0; i < w->nseqs; i++)
+    if(!strcmp(w->seqs[i].schema, schema) && !strcmp(w->seqs[i].name, name))
+      return true;
+  return false;
+}
+
 void dc_sync_sequences(struct st_ctx *c, const struct wd_catalog *w, struct sq_result *r,
                        const char *id)
 {
   memset(r, 0, sizeof(*r));
-  if(w && w->readable && w->have_seqs) {
+  bool listed = w && w->readable && w->have_seqs;
+  if(listed) {
     r->total = w->nseqs;
     for(size_t i = 0; i < w->nseqs; i++)
       sync_one(c, r, id, w->seqs[i].schema, w->seqs[i].name, true);
-    return;
   }
+  /* Then the source's sequences the list lacks, where the target has them: with any filter,
+   * pgcopydb 0.10 lists only sequences owned by a table column, while pre-data restored the
+   * standalone ones too (observed: sales.invoice_seq stayed at 1). */
   struct pgc_err e;
   PGresult *res = pgc_query(c->src_c, &e, source_seqs_sql, 0, NULL);
   if(!res) {
     seq_fail(c, r, id, "sequences", "list them on the source", &e);
     return;
   }
-  r->total = (size_t)PQntuples(res);
-  for(int i = 0; i < PQntuples(res); i++)
+  for(int i = 0; i < PQntuples(res); i++) {
+    if(listed && wd_lists_seq(w, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)))
+      continue;
+    r->total++;
     sync_one(c, r, id, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), false);
+  }
   PQclear(res);
 }

@@ -69,8 +69,8 @@ struct sq_result {
   bool transient;
   char first_error[400];
 };
-/* Copies last_value and is_called of every sequence (the work dir's list, else the source's
- * sequences that exist on the target) to the target with setval. */
+/* Copies last_value and is_called of every sequence (the work dir's list, then the source's
+ * other sequences that exist on the target) to the target with setval. */
 void dc_sync_sequences(struct st_ctx *c, const struct wd_catalog *w, struct sq_result *r,
                        const char *id);
 

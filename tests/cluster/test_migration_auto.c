@@ -1,0 +1,370 @@
+/*
+ * test_migration_auto.c: a live migration with an automatic cutover and a compare (issue test
+ * 3; with a table the filters leave out, which the compare must not count and which makes
+ * pgcopydb 0.10 skip the standalone sequence the drain step then syncs), a compare that finds
+ * the target different (Verified False, the Migration still Complete), and the deletion of a live Migration while it streams (issue test 8: the
+ * finalizer pgcopydb.io/cleanup, the cleanup Job, nothing left on either server, the worker
+ * gone), end to end through the controller with the real pgcopydb 0.10.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "json.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(migration_auto, .fini = stop, .timeout = 240);
+
+#define HEAD_YAML                                                                             \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata:\n"                                                                               \
+  "  name: %s\n"                                                                              \
+  "spec:\n"                                                                                   \
+  "  source:\n"                                                                               \
+  "    connectionSecretRef: {name: src}\n"                                                    \
+  "  target:\n"                                                                               \
+  "    connectionSecretRef: {name: dst}\n"                                                    \
+  "  worker:\n"                                                                               \
+  "    workDir: {size: 1Gi}\n"                                                                \
+  "  clone:\n"                                                                                \
+  "    tableJobs: 2\n"                                                                        \
+  "    indexJobs: 2\n"
+
+/* The replication slot the controller chose for the Migration (status.slotName). */
+static void slot_of(const char *name, char *buf, size_t len)
+{
+  cJSON *m = e2e_get(&E, name);
+  const char *s = json_get_str(m, "status.slotName");
+  snprintf(buf, len, "%s", s ? s : "");
+  cJSON_Delete(m);
+}
+
+/* The Migration's uid, first 8 characters (PGAPPNAME of its workers is godwit-<uid8>). */
+static void uid8_of(const char *name, char *buf, size_t len)
+{
+  cJSON *m = e2e_get(&E, name);
+  const char *s = json_get_str(m, "metadata.uid");
+  snprintf(buf, len, "%.8s", s ? s : "");
+  cJSON_Delete(m);
+}
+
+static long long q_int(struct pgfx *pg, const char *sql)
+{
+  char *v = pgfx_query1(pg, "shop", "%s", sql);
+  long long n = v ? atoll(v) : -1;
+  free(v);
+  return n;
+}
+
+/* Waits until the source holds a replication slot (pgcopydb created it: from now on a write
+ * reaches the target through the stream, not the snapshot). */
+static bool wait_slot(int timeout_ms)
+{
+  for(int t = 0; t < timeout_ms; t += 100) {
+    if(q_int(&E.src, "SELECT count(*) FROM pg_replication_slots") > 0 &&
+       q_int(&E.src, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                     "c.relnamespace WHERE c.relname = 'sentinel' AND n.nspname = 'pgcopydb'") > 0)
+      return true;
+    e2e_sleep_ms(100);
+  }
+  return false;
+}
+
+/* Writes an application would make: new orders, an updated customer, deleted audit rows. */
+static void live_writes(int batch)
+{
+  pgfx_exec(&E.src, "shop",
+            "BEGIN;"
+            "INSERT INTO sales.orders SELECT 900000 + %d * 100 + g, 1 + g, 12.5, 'live %d'"
+            "  FROM generate_series(1, 20) g;"
+            "UPDATE public.customers SET name = 'renamed %d' WHERE id = %d;"
+            "DELETE FROM audit.log WHERE id = %d;"
+            "COMMIT",
+            batch, batch, batch, 10 + batch, 50 + batch);
+}
+
+/* The condition's status and reason, "True/Reason". */
+static const char *cond_of(const char *name, const char *type)
+{
+  static __thread char buf[160];
+  cJSON *m = e2e_get(&E, name);
+  const char *s = NULL, *r = NULL;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, json_get(m, "status.conditions"))
+  {
+    const char *t = json_get_str(c, "type");
+    if(t && !strcmp(t, type)) {
+      s = json_get_str(c, "status");
+      r = json_get_str(c, "reason");
+    }
+  }
+  snprintf(buf, sizeof(buf), "%s/%s", s ? s : "-", r ? r : "-");
+  cJSON_Delete(m);
+  return buf;
+}
+
+Test(migration_auto, a_live_migration_cuts_over_by_itself_and_verifies)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 20000);
+  /* a table the filters leave out: the compare does not count it as a difference */
+  pgfx_exec(&E.src, "shop", "CREATE TABLE public.scratch(id int PRIMARY KEY, v text);"
+                            "INSERT INTO public.scratch VALUES (1, 'left out');"
+                            "GRANT SELECT ON public.scratch TO src_app");
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "auto");
+  e2e_apply(&E, HEAD_YAML "    filters:\n"
+                          "      excludeTables: [public.scratch]\n"
+                          "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Automatic\n"
+                          "  verify:\n"
+                          "    compare: [schema, data]\n",
+            "auto");
+  /* changes after the slot exists reach the target only through the stream */
+  bool slot = wait_slot(60000);
+  if(slot)
+    for(int i = 1; i <= 5; i++)
+      live_writes(i);
+  bool done = slot && e2e_wait_cond(&E, "auto", "Complete", "True", "MigrationSucceeded", 150000) &&
+              e2e_wait_event(&E, "auto", "Completed", 10000);
+  e2e_phases_stop(&ph);
+  char *d = e2e_describe(&E, "auto");
+  cr_assert(slot, "pgcopydb created no slot and sentinel on the source\n%s", d);
+  cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
+  cr_assert_str_eq(e2e_phase(&E, "auto"), "Completed");
+
+  /* the path: streamed, caught up, cut over by itself, verified */
+  static const char *const path[] = { "Pending", "Validating", "Cloning", "Streaming",
+                                      "CutoverPending", "CuttingOver", "Verifying", "Completed",
+                                      NULL };
+  for(int i = 0; path[i]; i++)
+    cr_assert(e2e_phases_saw(&ph, path[i]), "no %s; phases %s\n%s", path[i],
+              e2e_phases_list(&ph), d);
+  cr_assert(!e2e_phases_saw(&ph, "Failed"), "phases: %s", e2e_phases_list(&ph));
+
+  /* the conditions */
+  cr_assert_str_eq(cond_of("auto", "Validated"), "True/SpecValid", "%s", d);
+  cr_assert_str_eq(cond_of("auto", "CloneCompleted"), "True/BaseCopyDone", "%s", d);
+  cr_assert_str_eq(cond_of("auto", "CaughtUp"), "True/LagBelowThreshold", "%s", d);
+  cr_assert_str_eq(cond_of("auto", "CutoverCompleted"), "True/DrainVerified", "%s", d);
+  cr_assert_str_eq(cond_of("auto", "Verified"), "True/ComparePassed", "%s", d);
+  cr_assert_str_eq(cond_of("auto", "Complete"), "True/MigrationSucceeded", "%s", d);
+  cr_assert(strncmp(cond_of("auto", "Failed"), "True/", 5), "%s", d);
+  const char *vm = e2e_cond_message(&E, "auto", "Verified");
+  cr_assert(strstr(vm, "schema") && strstr(vm, "data"), "both checks named: %s", vm);
+  cJSON *m = e2e_get(&E, "auto");
+  const char *lsn = json_get_str(m, "status.cutoverLSN");
+  cr_assert(lsn && strchr(lsn, '/'), "status.cutoverLSN: %s", lsn ? lsn : "(none)");
+  cr_assert_not_null(json_get_str(m, "status.completionTime"));
+  cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 1, "%s", d);
+  /* the cleanup at the end removed the finalizer */
+  const cJSON *f;
+  cJSON_ArrayForEach(f, json_get(m, "metadata.finalizers"))
+    cr_assert(strcmp(f->valuestring, "pgcopydb.io/cleanup"), "the finalizer stayed:\n%s", d);
+  cJSON_Delete(m);
+
+  /* the Events, as the seed spells them */
+  static const char *const once[] = { "PreflightStarted", "PreflightPassed", "AttemptStarted",
+                                      "CutoverStarted", "CleanupStarted", "VerificationStarted",
+                                      "Verified", "Completed", NULL };
+  for(int i = 0; once[i]; i++)
+    cr_assert_eq(e2e_event_count(&E, "auto", once[i]), 1, "one %s Event:\n%s", once[i], d);
+  static const char *const never[] = { "VerificationMismatch", "AttemptFailed", "CutoverRetry",
+                                       "CleanupFailed", "TablesEmptyOnTarget", NULL };
+  for(int i = 0; never[i]; i++)
+    cr_assert_eq(e2e_event_count(&E, "auto", never[i]), 0, "no %s Event:\n%s", never[i], d);
+  char *ev = e2e_events(&E, "auto");
+  cr_assert(strstr(ev, "Normal Verified"), "%s", ev);
+  cr_assert(strstr(ev, "Normal VerificationStarted"), "%s", ev);
+  free(ev);
+
+  /* the Jobs: one of each step of a live migration */
+  char *jobs = e2e_jobs(&E, "auto");
+  cr_assert_str_eq(jobs, "auto-cleanup-1\nauto-compare-1\nauto-cutover-1\nauto-preflight-1\n"
+                         "auto-verify-1\nauto-worker-1\n", "%s", d);
+  free(jobs);
+
+  /* the data, the changes made during the copy included */
+  e2e_assert_same(&E);
+  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 20000 + 5 * 20);
+  char *renamed = pgfx_query1(&E.dst, "shop", "SELECT name FROM public.customers WHERE id = 15");
+  cr_assert_str_eq(renamed, "renamed 5");
+  free(renamed);
+  cr_assert_eq(e2e_count(&E.dst, "shop", "audit.log"), 95);
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM pg_class WHERE relname = 'scratch'"), 0);
+  cr_assert_eq(q_int(&E.dst, "SELECT last_value FROM sales.invoice_seq"), 4242,
+               "the standalone sequence is synced: %lld",
+               q_int(&E.dst, "SELECT last_value FROM sales.invoice_seq"));
+
+  /* the cleanup: nothing of the stream is left */
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_replication_slots"), 0, "%s", d);
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgcopydb'"), 0);
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM pg_replication_origin"), 0);
+  free(d);
+}
+
+/* A target made different during the copy: an event trigger on the target (installed before
+ * the Migration by its superuser) gives the restored audit.log a trigger that rewrites every
+ * row COPY inserts. The schema compare does not look at triggers, so the schema matches and
+ * the data does not: DataMismatch, deterministically. */
+Test(migration_auto, a_compare_that_finds_differences_does_not_fail_the_migration)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "shop",
+            "CREATE SCHEMA godwit_t;"
+            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
+            "CREATE FUNCTION godwit_t.tweak() RETURNS trigger LANGUAGE plpgsql AS $$"
+            "  BEGIN NEW.msg := NEW.msg || ' (changed on the target)'; RETURN NEW; END $$;"
+            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+            "  DECLARE r record; BEGIN"
+            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
+            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
+            "    LOOP EXECUTE 'CREATE TRIGGER tweak BEFORE INSERT ON audit.log FOR EACH ROW"
+            "                  EXECUTE FUNCTION godwit_t.tweak()';"
+            "    END LOOP; END $$;"
+            "CREATE EVENT TRIGGER godwit_tweak ON ddl_command_end"
+            "  EXECUTE FUNCTION godwit_t.on_create()");
+  /* a table the filters leave out: not a difference */
+  pgfx_exec(&E.src, "shop", "CREATE TABLE public.scratch(id int PRIMARY KEY, v text);"
+                            "INSERT INTO public.scratch VALUES (1, 'left out');"
+                            "GRANT SELECT ON public.scratch TO src_app");
+  e2e_apply(&E, HEAD_YAML "    filters:\n"
+                          "      excludeTables: [public.scratch]\n"
+                          "  verify:\n"
+                          "    compare: [schema, data]\n",
+            "diff");
+  bool done = e2e_wait_cond(&E, "diff", "Complete", "True", "MigrationSucceeded", 120000) &&
+              e2e_wait_event(&E, "diff", "Completed", 10000);
+  char *d = e2e_describe(&E, "diff");
+  cr_assert(done, "not Complete:\n%s", d);
+  /* the trigger did its work: the copy itself differs */
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM audit.log WHERE msg LIKE '%(changed on the "
+                             "target)'"), 100, "%s", d);
+
+  cr_assert_str_eq(e2e_phase(&E, "diff"), "Completed");
+  cr_assert_str_eq(cond_of("diff", "Verified"), "False/DataMismatch", "%s", d);
+  cr_assert_str_eq(cond_of("diff", "Complete"), "True/MigrationSucceeded", "%s", d);
+  cr_assert(strncmp(cond_of("diff", "Failed"), "True/", 5), "%s", d);
+  cr_assert_str_eq(cond_of("diff", "CloneCompleted"), "True/CloneSucceeded", "%s", d);
+  const char *vm = e2e_cond_message(&E, "diff", "Verified");
+  cr_assert(strstr(vm, "audit.log"), "the differing table is named: %s", vm);
+  cr_assert_null(strstr(vm, "sales.orders"), "only the differing table: %s", vm);
+  cr_assert_null(strstr(vm, "scratch"), "a table the filters left out is no difference: %s", vm);
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM pg_class WHERE relname = 'scratch'"), 0);
+  cr_assert_eq(e2e_event_count(&E, "diff", "VerificationStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "diff", "VerificationMismatch"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "diff", "Verified"), 0, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "diff", "Completed"), 1, "%s", d);
+  char *ev = e2e_events(&E, "diff");
+  cr_assert(strstr(ev, "Warning VerificationMismatch"), "%s", ev);
+  free(ev);
+  free(d);
+}
+
+Test(migration_auto, deleting_a_streaming_migration_cleans_up_the_source_and_target)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 5000);
+  e2e_apply(&E, HEAD_YAML "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Manual\n",
+            "gone");
+  bool streaming = false;
+  for(int t = 0; t < 120000 && !streaming; t += 200) {
+    const char *p = e2e_phase(&E, "gone");
+    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
+    if(!streaming)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "gone");
+  cr_assert(streaming, "never Streaming:\n%s", d);
+  free(d);
+
+  /* what the deletion must take away */
+  char slot[64], uid8[16];
+  slot_of("gone", slot, sizeof(slot));
+  uid8_of("gone", uid8, sizeof(uid8));
+  cr_assert(slot[0], "status.slotName is set");
+  char sql[400];
+  snprintf(sql, sizeof(sql), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'",
+           slot);
+  cr_assert_eq(q_int(&E.src, sql), 1, "the stream's slot %s is on the source", slot);
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgcopydb'"), 1);
+  snprintf(sql, sizeof(sql), "SELECT count(*) FROM pg_replication_origin WHERE roname = '%s'",
+           slot);
+  cr_assert_eq(q_int(&E.dst, sql), 1, "the origin %s is on the target", slot);
+  pid_t worker = e2e_worker_pid(&E, "gone");
+  cr_assert_gt(worker, 0, "the worker runs");
+  char apps[200];
+  snprintf(apps, sizeof(apps),
+           "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'godwit-%s'", uid8);
+  cr_assert_gt(q_int(&E.src, apps), 0, "pgcopydb streams from the source as godwit-%s", uid8);
+  cJSON *m = e2e_get(&E, "gone");
+  bool fin = false;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, json_get(m, "metadata.finalizers"))
+    fin = fin || (cJSON_IsString(f) && !strcmp(f->valuestring, "pgcopydb.io/cleanup"));
+  cJSON_Delete(m);
+  cr_assert(fin, "a live Migration carries the finalizer pgcopydb.io/cleanup");
+
+  char *out = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &out, "delete migration gone --wait=false"), 0, "%s", out);
+  free(out);
+  bool gone = false;
+  for(int t = 0; t < 90000 && !gone; t += 200) {
+    cJSON *o = e2e_get(&E, "gone");
+    gone = o == NULL;
+    cJSON_Delete(o);
+    if(!gone)
+      e2e_sleep_ms(200);
+  }
+  char *ev = e2e_events(&E, "gone");
+  cr_assert(gone, "the Migration is still there:\n%s", ev);
+  cr_assert_eq(e2e_kubectl(&E, &out, "get migration gone"), 1, "%s", out);
+  free(out);
+
+  /* the cleanup Job ran */
+  cr_assert_eq(e2e_event_count(&E, "gone", "CleanupStarted"), 1, "%s", ev);
+  cr_assert_eq(e2e_event_count(&E, "gone", "CleanupFailed"), 0, "%s", ev);
+
+  /* nothing left on the source */
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_replication_slots"), 0,
+               "a replication slot is left on the source\n%s", ev);
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_publication"), 0);
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgcopydb'"), 0,
+               "the sentinel schema is left");
+  /* nothing left on the target */
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM pg_replication_origin"), 0,
+               "a replication origin is left on the target");
+  /* the worker is gone: its process group, and its backends on both servers */
+  if(kill(-worker, 0) == 0 || errno != ESRCH) {
+    char cmd[100], *ps = NULL;
+    size_t cap = 0;
+    snprintf(cmd, sizeof(cmd), "ps -o pid,pgid,stat,cmd -g %d 2>&1", (int)worker);
+    FILE *pf = popen(cmd, "r");
+    if(pf && getdelim(&ps, &cap, 0, pf) < 0) {
+      free(ps);
+      ps = NULL;
+    }
+    if(pf)
+      pclose(pf);
+    cr_assert_fail("the worker's process group %d lives on:\n%s\n%s", (int)worker,
+                   ps ? ps : "", ev);
+  }
+  cr_assert_eq(q_int(&E.src, apps), 0, "pgcopydb still connected to the source");
+  cr_assert_eq(q_int(&E.dst, apps), 0, "pgcopydb still connected to the target");
+  free(ev);
+}
