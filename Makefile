@@ -37,7 +37,8 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-yaml2json $(BUILD)/godwit-apiserver $(BUILD)/godwit-jobrunner \
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
-.PHONY: all deps test test-unit test-integration test-asan test-clang lint bench fuzz demo \
+.PHONY: all deps test test-unit test-integration test-rules test-asan test-clang lint bench \
+        bench-webhook bench-migration fuzz demo demo-webhook \
         certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
@@ -119,7 +120,7 @@ deps:
 
 test: deps
 	$(MAKE) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
-	$(MAKE) test-unit test-integration test-cluster check-generated lint test-clang
+	$(MAKE) test-unit test-integration test-cluster test-rules check-generated lint test-clang
 
 test-unit: $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
@@ -140,6 +141,10 @@ test-asan: deps
 	  $(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  test-unit test-integration test-cluster
 
+# The alerts of manifests/prometheusrule.yaml, with promtool (tests/monitoring).
+test-rules:
+	tests/monitoring/rules-test.sh $(BUILD)
+
 # Every source must also build warning-free with clang.
 test-clang:
 	$(MAKE) BUILD=build-clang CC=clang all build-clang/tests/unit
@@ -148,7 +153,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=missingIncludeSystem --std=c11 -Ishared \
 	  -I/usr/include/cjson \
-	  shared webhook certs manifests/gen tests/tools controller tests/localcluster
+	  shared webhook certs manifests/gen tests/tools controller tests/localcluster bench
 
 manifests: $(BUILD)/godwit-gen
 	$(BUILD)/godwit-gen crds manifests/crds
@@ -172,9 +177,27 @@ $(BUILD)/godwit-bench-handler: $(call obj,bench/webhook/handler.c) $(WEBHOOK_OBJ
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The migration benchmark (bench/migration): the cost of one probe sample, side by side with a
+# connect + SELECT 1.
+$(BUILD)/godwit-bench-probe: $(call obj,bench/migration/probe.c) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# make bench: both benchmarks, one after the other (bench-webhook about 3 minutes,
+# bench-migration about 2 at its default size; docs/operations/benchmarks.md).
 bench: deps
+	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler \
+	  $(BUILD)/godwit-bench-probe
+	bench/webhook/run.sh $(BUILD)
+	bench/migration/run.sh $(BUILD)
+
+bench-webhook: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler
 	bench/webhook/run.sh $(BUILD)
+
+bench-migration: deps
+	$(MAKE) all $(BUILD)/godwit-bench-probe
+	bench/migration/run.sh $(BUILD)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,
 # every object instrumented (SAN=-fsanitize=fuzzer-no-link,...); the arena is replaced by
@@ -194,7 +217,13 @@ fuzz-targets: $(FUZZ_BINS) $(BUILD)/godwit-fuzz-seeds
 fuzz: deps
 	tests/fuzz/run.sh
 
+# The main job: a live Migration on the local cluster with two PostgreSQL servers.
 demo: deps
+	$(MAKE) all
+	tests/demo/migration-demo.sh $(BUILD)
+
+# The webhook alone: every sample defaulted, admitted or refused over HTTPS.
+demo-webhook: deps
 	$(MAKE) all
 	tests/demo/webhook-demo.sh $(BUILD)
 
