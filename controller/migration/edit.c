@@ -354,6 +354,16 @@ gw_rc mig_edit_apply(struct mig_edit *ed, cJSON *obj, const char *key, bool *cha
       gw_rc rc = json_set(obj, "status.observedGeneration", cJSON_CreateNumber((double)gen));
       if(rc)
         return rc;
+      /* this write decided every condition again from the object at this generation (those
+       * it did not touch still hold): none of them is stale after a spec change such as the
+       * cutover approval or a suspension */
+      cJSON *c;
+      cJSON_ArrayForEach(c, json_get_mut(obj, "status.conditions"))
+      {
+        cJSON *cg = cJSON_GetObjectItemCaseSensitive(c, "observedGeneration");
+        if(cJSON_IsNumber(cg))
+          cJSON_SetNumberValue(cg, (double)gen);
+      }
     }
     if(!json_get(obj, "status.startTime")) {
       char ts[32];
