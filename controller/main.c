@@ -184,6 +184,7 @@ static int run(const struct controller_config *c, const char *identity)
       code = 1;
   }
   mgr_free(m);
+  migration_shutdown();
   kube_client_free(lkube);
   kube_client_free(kube);
   kube_config_release(&lkc);

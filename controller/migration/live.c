@@ -123,14 +123,14 @@ static int has_row(PGconn *c, const char *schema, const char *name)
 static int presence_sample(struct mig *m, char **out, char *err, size_t errlen)
 {
   *out = NULL;
-  PGconn *src = mig_pg_connect(m, true, err, errlen);
-  if(!src)
+  struct mig_pg sp, dp;
+  if(!mig_pg_open(m, true, &sp, err, errlen))
     return -1;
-  PGconn *dst = mig_pg_connect(m, false, err, errlen);
-  if(!dst) {
-    PQfinish(src);
+  if(!mig_pg_open(m, false, &dp, err, errlen)) {
+    mig_pg_close(m, &sp, false);
     return -1;
   }
+  PGconn *src = sp.c, *dst = dp.c;
   int empty = 0;
   struct strbuf sb;
   strbuf_init(&sb, 2048);
@@ -164,8 +164,8 @@ static int presence_sample(struct mig *m, char **out, char *err, size_t errlen)
     }
   }
   PQclear(t);
-  PQfinish(src);
-  PQfinish(dst);
+  mig_pg_close(m, &sp, empty >= 0);
+  mig_pg_close(m, &dp, empty >= 0);
   if(empty > 0)
     *out = strbuf_take(&sb, NULL);
   strbuf_release(&sb);
@@ -182,22 +182,29 @@ static const char lag_sql[] =
 static int64_t lag_sample(struct mig *m)
 {
   char err[512];
-  PGconn *c = mig_pg_connect(m, true, err, sizeof(err));
-  if(!c) {
-    log_kv(LOG_INFO, "lag: no answer from the source", "key", m->rc->key, "reason", err,
-           LOG_END);
-    return -1;
-  }
   const char *params[1] = { m->slot };
-  PGresult *r = PQexecParams(c, lag_sql, 1, NULL, params, NULL, NULL, 0);
   int64_t lag = -1;
-  if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
-    lag = atoll(PQgetvalue(r, 0, 0));
-    if(lag < 0)
-      lag = 0; /* confirmed ahead of the insert position: nothing to apply */
+  bool answered = false;
+  /* a pooled session the server closed meanwhile fails once: then a fresh one */
+  for(int round = 0; round < 2 && !answered; round++) {
+    struct mig_pg pg;
+    if(!mig_pg_open(m, true, &pg, err, sizeof(err))) {
+      log_kv(LOG_INFO, "lag: no answer from the source", "key", m->rc->key, "reason", err,
+             LOG_END);
+      return -1;
+    }
+    PGresult *r = PQexecParams(pg.c, lag_sql, 1, NULL, params, NULL, NULL, 0);
+    answered = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if(answered && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+      lag = atoll(PQgetvalue(r, 0, 0));
+      if(lag < 0)
+        lag = 0; /* confirmed ahead of the insert position: nothing to apply */
+    }
+    if(!answered && (!pg.reused || PQstatus(pg.c) == CONNECTION_OK))
+      round = 2;
+    PQclear(r);
+    mig_pg_close(m, &pg, answered);
   }
-  PQclear(r);
-  PQfinish(c);
   return lag;
 }
 

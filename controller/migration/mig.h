@@ -289,6 +289,23 @@ gw_rc mig_uri(struct mig *m, bool source, char **out, char *err, size_t errlen) 
  * godwit-controller); NULL with err set (scrubbed). */
 PGconn *mig_pg_connect(struct mig *m, bool source, char *err, size_t errlen);
 
+/* ---- pgpool.c ---- */
+
+/* A controller session to the source or the target, reused between samples (per Migration and
+ * side, while the Secret's URI stays the same; idle ones close after a minute). */
+struct mig_pg {
+  PGconn *c;
+  bool source;
+  bool reused; /* from the pool: a failure may be a session the server closed meanwhile */
+  unsigned char digest[32];
+};
+/* false with err set (scrubbed). */
+bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t errlen);
+/* Back to the pool when ok and the session is sound, else closed. */
+void mig_pg_close(struct mig *m, struct mig_pg *s, bool ok);
+/* Closes the sessions of a Migration (it finished or went away). */
+void mig_pg_forget(const char *uid);
+
 /* ---- validate.c ---- */
 
 /* Validates and renders; false with msg filled (the causes). */
@@ -303,6 +320,8 @@ cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attem
                        const char *slot);
 /* The filters file content (malloc'd; "" when there is nothing to filter). */
 char *mig_filters_ini(const cJSON *spec, const struct pgc_version *v, bool live);
+/* The same for a run on a used work dir (used: --resume or --restart), which may need more. */
+char *mig_filters_ini_run(const cJSON *spec, const struct pgc_version *v, bool live, bool used);
 /* Log-tail classification. */
 enum tail_class { TAIL_NONE, TAIL_PERMISSION, TAIL_RESTART };
 struct tail_verdict {

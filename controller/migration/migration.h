@@ -52,6 +52,9 @@ gw_rc migration_register_opts(struct mgr *m, const struct migration_opts *o, str
 /* Registers the first observation alone (see above). */
 gw_rc migration_register(struct mgr *m, struct ctrl **out) GW_MUST_CHECK;
 
+/* Closes the controller's pooled database sessions (pgpool.c); after the manager stopped. */
+void migration_shutdown(void);
+
 /* Prometheus series of every cached Migration (metrics.c), rendered into sb. */
 struct strbuf;
 gw_rc migration_metrics(void *ctx, struct strbuf *sb) GW_MUST_CHECK;

@@ -54,27 +54,31 @@ void mig_probe(struct mig *m, const struct job_view *worker)
   }
   mig_requeue(m, m->o->probe_interval_ms);
   char err[512];
-  PGconn *c = mig_pg_connect(m, false, err, sizeof(err));
-  if(!c) {
-    log_kv(LOG_INFO, "probe: no answer from the target", "key", m->rc->key, "reason", err,
-           LOG_END);
-    return; /* unknown: the phase stays */
-  }
   const char *params[1] = { m->appname };
-  PGresult *r = PQexecParams(c, probe_sql, 1, NULL, params, NULL, NULL, 0);
   long long copy = -1, other = -1, size = -1;
-  if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-    copy = atoll(PQgetvalue(r, 0, 0));
-    other = atoll(PQgetvalue(r, 0, 1));
-    size = atoll(PQgetvalue(r, 0, 2));
-  } else {
-    char *msg = mig_scrub(PQresultErrorMessage(r), 300);
-    log_kv(LOG_INFO, "probe: the query failed", "key", m->rc->key, "reason", msg ? msg : "",
-           LOG_END);
-    free(msg);
+  /* a pooled session the server closed meanwhile fails once: then a fresh one */
+  for(int round = 0; round < 2 && copy < 0; round++) {
+    struct mig_pg pg;
+    if(!mig_pg_open(m, false, &pg, err, sizeof(err))) {
+      log_kv(LOG_INFO, "probe: no answer from the target", "key", m->rc->key, "reason", err,
+             LOG_END);
+      return; /* unknown: the phase stays */
+    }
+    PGresult *r = PQexecParams(pg.c, probe_sql, 1, NULL, params, NULL, NULL, 0);
+    if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+      copy = atoll(PQgetvalue(r, 0, 0));
+      other = atoll(PQgetvalue(r, 0, 1));
+      size = atoll(PQgetvalue(r, 0, 2));
+    } else if(!pg.reused || PQstatus(pg.c) == CONNECTION_OK) {
+      char *msg = mig_scrub(PQresultErrorMessage(r), 300);
+      log_kv(LOG_INFO, "probe: the query failed", "key", m->rc->key, "reason", msg ? msg : "",
+             LOG_END);
+      free(msg);
+      round = 2;
+    }
+    PQclear(r);
+    mig_pg_close(m, &pg, copy >= 0);
   }
-  PQclear(r);
-  PQfinish(c);
   if(copy < 0)
     return;
   mig_set_now(m, "lastProbe.time");

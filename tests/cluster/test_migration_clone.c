@@ -96,6 +96,32 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   struct e2e_phases ph;
   e2e_phases_start(&ph, &E, "shop");
   e2e_apply(&E, CLONE_YAML, "shop");
+
+  /* The probe keeps its session to the target between samples (one login, not one a sample):
+   * the same backend answers samples a second apart. */
+  char *pid1 = NULL;
+  for(int i = 0; i < 600 && !pid1; i++) {
+    pid1 = pgfx_query1(&E.dst, "postgres", "SELECT coalesce(min(pid)::text, '') FROM "
+                                           "pg_stat_activity WHERE application_name = "
+                                           "'godwit-controller' AND datname = 'shop'");
+    if(!*pid1) {
+      free(pid1);
+      pid1 = NULL;
+      e2e_sleep_ms(100);
+    }
+  }
+  cr_assert_not_null(pid1, "the probe never connected to the target");
+  e2e_sleep_ms(1200); /* four probe intervals */
+  const char *now = e2e_phase(&E, "shop");
+  if(!strcmp(now, "Cloning") || !strcmp(now, "Finalizing")) {
+    char *pid2 = pgfx_query1(&E.dst, "postgres", "SELECT coalesce(min(pid)::text, '') FROM "
+                                                 "pg_stat_activity WHERE application_name = "
+                                                 "'godwit-controller' AND datname = 'shop'");
+    cr_assert_str_eq(pid2, pid1, "the probe logged in again between samples");
+    free(pid2);
+  }
+  free(pid1);
+
   bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 300000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);
@@ -107,6 +133,19 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   cr_assert(e2e_phases_saw(&ph, "Cloning"), "phases: %s", e2e_phases_list(&ph));
   cr_assert(e2e_phases_saw(&ph, "Finalizing"), "phases: %s\n%s", e2e_phases_list(&ph), d);
   cr_assert(!e2e_phases_saw(&ph, "Failed"), "phases: %s", e2e_phases_list(&ph));
+
+  /* the finished Migration's pooled session is closed */
+  char *left = NULL;
+  for(int i = 0; i < 50; i++) {
+    free(left);
+    left = pgfx_query1(&E.dst, "postgres", "SELECT count(*) FROM pg_stat_activity WHERE "
+                                           "application_name = 'godwit-controller'");
+    if(!strcmp(left, "0"))
+      break;
+    e2e_sleep_ms(100);
+  }
+  cr_assert_str_eq(left, "0", "the controller keeps a session to a finished Migration's target");
+  free(left);
 
   /* the data */
   e2e_assert_same(&E);
