@@ -34,6 +34,7 @@ struct controller_config {
   const char *runner_image;
   long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
+  long qps, burst;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -68,6 +69,10 @@ static const struct cfg_opt options[] = {
     "seconds between full resyncs of every cached object (0: never)" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug (one line per reconcile), info, warn or error" },
+  { "kube-api-qps", "GODWIT_KUBE_API_QPS", CFG_INT, "50", 1, 10000, O(qps),
+    "requests per second to the API server, sustained (a client-side token bucket)" },
+  { "kube-api-burst", "GODWIT_KUBE_API_BURST", CFG_INT, "100", 1, 10000, O(burst),
+    "requests to the API server allowed at once above the sustained rate" },
   { "runner-image", "GODWIT_RUNNER_IMAGE", CFG_STR, "ghcr.io/godwit-dev/godwit:latest", 0, 0,
     O(runner_image), "image of the runner Jobs, and of the pgcopydb worker by default" },
   { "probe-interval-ms", "GODWIT_PROBE_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
@@ -109,6 +114,8 @@ static int make_client(const struct controller_config *c, int timeout_ms, int ma
     kc->timeout_ms = timeout_ms;
   if(max_retries >= 0)
     kc->max_retries = max_retries;
+  kc->qps = (double)c->qps;
+  kc->burst = (int)c->burst;
   if(kube_client_new(out, kc, err, sizeof(err))) {
     log_kv(LOG_ERROR, "cannot create the Kubernetes client", "reason", err, LOG_END);
     return 1;
