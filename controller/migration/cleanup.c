@@ -115,31 +115,6 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
   return STEP_WAIT;
 }
 
-/* Worker Pods of the Migration that have not ended (running, starting, or stopping within
- * their grace period): a Job deleted in the background is gone before its Pods are, and a
- * stopping pgcopydb still holds the slot and may recreate the sentinel or the origin. */
-static gw_rc worker_pods_left(struct mig *m, int *left)
-{
-  *left = 0;
-  char sel[200];
-  snprintf(sel, sizeof(sel), "%s=%s,%s=worker", MIG_LABEL, m->name, MIG_STEP_LABEL);
-  struct kube_list_opts lo = { .label_selector = sel };
-  cJSON *list = NULL;
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_list(m->rc->kube, &KUBE_PODS, m->ns, &lo, &list, &st);
-  kube_status_release(&st);
-  const cJSON *p, *items = rc ? NULL : json_get(list, "items");
-  cJSON_ArrayForEach(p, items)
-  {
-    const char *phase = json_get_str(p, "status.phase");
-    if(!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed")))
-      (*left)++;
-  }
-  cJSON_Delete(list);
-  return rc;
-}
-
 gw_rc mig_deletion(struct mig *m)
 {
   if(!has_finalizer(m))
@@ -163,7 +138,7 @@ gw_rc mig_deletion(struct mig *m)
     }
     /* the Job is gone or ended: wait for its Pods to stop too (the grace period) */
     int left = 0;
-    gw_rc rc = worker_pods_left(m, &left);
+    gw_rc rc = mig_worker_pods_running(m, &left);
     if(rc || left) {
       mig_requeue(m, 1000);
       return rc;

@@ -541,3 +541,25 @@ enum step_outcome mig_step_drive(struct mig *m, struct step_run *r, step_render_
   r->retried = true;
   return STEP_WAIT;
 }
+
+gw_rc mig_worker_pods_running(struct mig *m, int *running)
+{
+  *running = 0;
+  char sel[200];
+  snprintf(sel, sizeof(sel), "%s=%s,%s=worker", MIG_LABEL, m->name, MIG_STEP_LABEL);
+  struct kube_list_opts lo = { .label_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(m->rc->kube, &KUBE_PODS, m->ns, &lo, &list, &st);
+  kube_status_release(&st);
+  const cJSON *p, *items = rc ? NULL : json_get(list, "items");
+  cJSON_ArrayForEach(p, items)
+  {
+    const char *phase = json_get_str(p, "status.phase");
+    if(!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed")))
+      (*running)++;
+  }
+  cJSON_Delete(list);
+  return rc;
+}

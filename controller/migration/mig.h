@@ -245,6 +245,11 @@ gw_rc mig_job_get(struct mig *m, const char *step, int attempt, struct job_view 
 void job_view_release(struct job_view *v);
 /* Deletes the Job and its Pods (background); absent is fine. */
 gw_rc mig_job_delete(struct mig *m, const char *step, int attempt) GW_MUST_CHECK;
+/* Worker Pods of the Migration that have not ended (running, starting, or stopping within their
+ * grace period): a Job deleted in the background is gone before its Pods are, and a stopping
+ * pgcopydb still writes the work dir and holds the slot. Neither a new worker nor the cleanup
+ * starts before they are gone. An error (the Pods cannot be listed) counts as "wait". */
+gw_rc mig_worker_pods_running(struct mig *m, int *running) GW_MUST_CHECK;
 /* Deletes a Pod (WorkerZombie). */
 gw_rc mig_pod_delete(struct mig *m, const char *pod) GW_MUST_CHECK;
 /* The last lines of a Pod's log, scrubbed of passwords (malloc'd). */

@@ -36,10 +36,14 @@ gw_rc mig_suspend(struct mig *m)
     rc = stop(m, "reown", r, &reown);
   if(!rc && !strcmp(mig_step_result(m, "reown"), "Running"))
     rc = stop(m, "reown", r, &reown);
+  if(worker && mig_status_int(m, "workerStarted", 0) < n)
+    mig_set_int(m, "workerStarted", n); /* its re-run resumes from the work dir */
   if(reown) {
+    char job[96];
+    job_name(m, "reown", r, job, sizeof(job));
     mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipSuspended",
-             "spec.suspend deleted the running handover Job %s-reown-%d; it re-runs on resume "
-             "and picks up the statements that are left", m->name, r);
+             "spec.suspend deleted the running handover Job %s; it re-runs on resume and picks "
+             "up the statements that are left", job);
   }
   if(m->phase != MP_SUSPENDED) {
     mig_set_str(m, "suspendedFrom", mig_phase_name(m->phase));

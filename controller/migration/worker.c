@@ -14,8 +14,9 @@
 
 /* The prologue of every attempt, before pgcopydb runs:
  *  - the filters file, from GODWIT_FILTERS;
- *  - on a later attempt, the pidfile of the attempt that died (its pid may be alive in another
- *    Pod's namespace, or reused here, and pgcopydb would refuse to start);
+ *  - on a later attempt, or a re-run of an attempt a suspension stopped (GODWIT_RESUME), the
+ *    pidfile of the run that died (its pid may be alive in another Pod's namespace, or reused
+ *    here, and pgcopydb would refuse to start);
  *  - with GODWIT_CLEAN_LOCKS (pgcopydb < 0.15, whose progress is marker files), the lock files
  *    a killed attempt left for the tables and indexes it was working on: with them, every worker
  *    of the resumed run skips its table and the clone "succeeds" with empty tables
@@ -27,7 +28,8 @@ static const char worker_script[] =
   "if [ -n \"${GODWIT_FILTERS:-}\" ]; then\n"
   "  printf '%s\\n' \"$GODWIT_FILTERS\" > " MIG_FILTERS_FILE "\n"
   "fi\n"
-  "if [ \"${GODWIT_ATTEMPT:-1}\" != 1 ] && [ -d \"$d\" ]; then\n"
+  "if { [ \"${GODWIT_ATTEMPT:-1}\" != 1 ] || [ \"${GODWIT_RESUME:-}\" = 1 ]; }"
+  " && [ -d \"$d\" ]; then\n"
   "  rm -f \"$d/pgcopydb.pid\"\n"
   "  if [ \"${GODWIT_CLEAN_LOCKS:-}\" = 1 ]; then\n"
   "    for f in \"$d\"/run/[0-9]*; do\n"
@@ -59,7 +61,11 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   }
   const cJSON *spec = json_get(m->obj, "spec");
   bool restart = mig_status_bool(m, "restartNextAttempt");
-  char *filters = mig_filters_ini(spec, &m->version, m->live);
+  /* a suspension deleted this attempt's worker after it was created: the work dir is used, so
+   * its re-run resumes like a later attempt (the same attempt: no budget spent) */
+  bool rerun = attempt == 1 && mig_status_int(m, "workerStarted", 0) >= attempt;
+  char *filters =
+    mig_filters_ini_run(spec, &m->version, m->live, restart || attempt > 1 || rerun);
   char n[16];
   snprintf(n, sizeof(n), "%d", attempt);
   struct job_spec s;
@@ -69,7 +75,7 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   s.image = mig_image(m);
   s.container = "worker";
   s.command = worker_command;
-  s.args = mig_worker_args(spec, &m->version, attempt, restart, m->slot);
+  s.args = mig_worker_args(spec, &m->version, rerun ? 2 : attempt, restart, m->slot);
   s.source = s.target = s.worker = s.workdir = true;
   s.resources = json_get(spec, "worker.resources");
   size_t e = 0;
@@ -79,6 +85,10 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
     s.env[e][0] = "GODWIT_FILTERS";
     s.env[e++][1] = filters;
   }
+  if(rerun && !restart) {
+    s.env[e][0] = "GODWIT_RESUME";
+    s.env[e++][1] = "1";
+  }
   if(!mig_version_at_least(&m->version, 0, 15)) {
     s.env[e][0] = "GODWIT_CLEAN_LOCKS";
     s.env[e++][1] = "1";
@@ -86,11 +96,14 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   bool created = false;
   rc = s.args ? mig_job_create(m, &s, &created) : GW_ENOMEM;
   free(filters);
+  if(!rc && mig_status_int(m, "workerStarted", 0) < attempt)
+    mig_set_int(m, "workerStarted", attempt);
   if(!rc && created)
-    mig_event(m, EV_NORMAL, "AttemptStarted", "attempt %d of %d: %s-worker-%d, pgcopydb %s%s",
+    mig_event(m, EV_NORMAL, "AttemptStarted", "attempt %d of %d: %s-worker-%d, pgcopydb %s%s%s",
               attempt, m->backoff_limit + 1, m->name, attempt,
               m->live ? "clone --follow" : "clone",
-              restart ? " starting over (--restart)" : attempt > 1 ? " --resume" : "");
+              restart ? " starting over (--restart)" : attempt > 1 || rerun ? " --resume" : "",
+              rerun ? " after the suspension" : "");
   return rc;
 }
 
@@ -209,6 +222,11 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
   case JOB_ABSENT:
     if(m->suspend)
       return W_WAIT;
+    int running = 0;
+    if(mig_worker_pods_running(m, &running) || running) {
+      mig_requeue(m, 1000); /* the worker a suspension deleted is still stopping */
+      return W_WAIT;
+    }
     rc = mig_worker_ensure(m, n);
     if(!rc && !clone_done(m) && !mig_status_bool(m, "copyingDataSeen") &&
        !(cond_reason(m->obj, C_CLONE) && !strcmp(cond_reason(m->obj, C_CLONE), "CloneRunning")))

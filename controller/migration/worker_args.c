@@ -93,7 +93,7 @@ cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attem
     add(a, "--skip-large-objects");
   if(cJSON_IsTrue(json_get(spec, "clone.skipVacuum")) && mig_version_at_least(v, 0, 12))
     add(a, "--skip-vacuum");
-  char *ini = mig_filters_ini(spec, v, live);
+  char *ini = mig_filters_ini_run(spec, v, live, restart || attempt > 1);
   if(ini && *ini) {
     add(a, "--filters");
     add(a, MIG_FILTERS_FILE);
@@ -108,6 +108,15 @@ cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attem
     add(a, "--not-consistent");
   }
   return a;
+}
+
+static bool listed_str(const cJSON *list, const char *s)
+{
+  const cJSON *it;
+  cJSON_ArrayForEach(it, list)
+    if(cJSON_IsString(it) && !strcmp(it->valuestring, s))
+      return true;
+  return false;
 }
 
 static gw_rc section(struct strbuf *sb, const char *name, const cJSON *list, const char *extra)
@@ -128,18 +137,31 @@ static gw_rc section(struct strbuf *sb, const char *name, const cJSON *list, con
 
 char *mig_filters_ini(const cJSON *spec, const struct pgc_version *v, bool live)
 {
+  return mig_filters_ini_run(spec, v, live, false);
+}
+
+char *mig_filters_ini_run(const cJSON *spec, const struct pgc_version *v, bool live, bool used)
+{
   /* include-only-schema needs 0.13: the preflight fails older versions instead. No section of
-   * our own: with any filter at all, 0.10 resets only the sequences owned by a table column
-   * (observed), so pgcopydb's sentinel schema is not excluded here; the preflight refuses a
-   * source where one is left over (source.sentinel). */
-  (void)v;
-  (void)live;
+   * our own on a first run: with any filter at all, 0.10 resets only the sequences owned by a
+   * table column (observed), so pgcopydb's sentinel schema is not excluded there; the preflight
+   * refuses a source where one is left over (source.sentinel). A live run on a used work dir
+   * (--resume, --restart) with pgcopydb < 0.15 lists the source's tables again, now with the
+   * sentinel table its first run created on the source after the snapshot, and its COPY fails
+   * on the target (schema "pgcopydb" does not exist): exclude that schema then (verify syncs
+   * the sequences of a live migration). 0.15+ keeps the table list of the first run in its
+   * catalogs and refuses a resume whose filters changed. */
   const cJSON *f = json_get(spec, "clone.filters");
+  const char *sentinel = live && used && !mig_version_at_least(v, 0, 15) &&
+                             cJSON_GetArraySize(json_get(f, "includeOnlyTables")) == 0 &&
+                             !listed_str(json_get(f, "excludeSchemas"), "pgcopydb")
+                           ? "pgcopydb"
+                           : NULL;
   struct strbuf sb;
   strbuf_init(&sb, 1 << 20);
   gw_rc rc = section(&sb, "include-only-schema", json_get(f, "includeOnlySchemas"), NULL);
   if(!rc)
-    rc = section(&sb, "exclude-schema", json_get(f, "excludeSchemas"), NULL);
+    rc = section(&sb, "exclude-schema", json_get(f, "excludeSchemas"), sentinel);
   if(!rc)
     rc = section(&sb, "include-only-table", json_get(f, "includeOnlyTables"), NULL);
   if(!rc)

@@ -350,6 +350,9 @@ static const struct sch_field v1_status[] = {
   { .name = "restartNextAttempt", .type = SCH_BOOL,
     .desc = "The next worker attempt starts over (--restart --drop-if-exists) instead of "
             "resuming, because the last one failed where pgcopydb cannot resume." },
+  { .name = "workerStarted", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "The last attempt whose worker Job was created. A worker of that attempt created "
+            "again (after a suspension deleted it) resumes from the work directory." },
   { .name = "zombieSince", .type = SCH_TIME,
     .desc = "When the worker Pod was first seen alive after its supervisor's fatal exit." },
   { .name = "slotName", .type = SCH_STRING, .max_len = 63,
