@@ -2,20 +2,28 @@
  * godwit-bench-probe: the cost of one sample of the Migration controller's probe
  * (controller/migration/probe.c, docs/dev/migration-controller.md "The probe"), measured the way
  * the controller takes it: read the target Secret through the Kubernetes API (the controller reads
- * it by name for every sample, never cached), open a new libpq connection with the same
- * parameters (the URI, connect_timeout, application_name godwit-controller, a statement timeout),
- * run the probe query with the migration's application_name as $1, close. Side by side in the
- * same process, alternating sample by sample so that load from elsewhere hits both alike:
+ * it by name for every sample, never cached), hash the URI (SHA-256), and run the probe query with
+ * the migration's application_name as $1 on the session kept from the previous sample
+ * (controller/migration/pgpool.c, mig_pg_open/mig_pg_close). A fresh login (the same parameters
+ * as the controller's mig_pg_connect: the URI, connect_timeout, application_name
+ * godwit-controller, a statement timeout) only on the first sample, when the URI's digest
+ * changed, or when the kept session broke. Side by side in the same process, rotating the order
+ * sample by sample so that load from elsewhere hits all alike:
  *
- *   select1   the same connection parameters, SELECT 1, close (the baseline)
- *   probe     connect, the probe query, close (what the controller does after reading the Secret)
- *   sample    the Secret read plus probe: one whole sample (only with --kubeconfig)
- *   secret    the Secret read alone (only with --kubeconfig)
- *   query     the probe query alone on a connection kept open (what connecting does not cost)
+ *   sample        one whole sample as the controller takes it now: the Secret read, the digest,
+ *                 the probe query on the kept session (only with --kubeconfig)
+ *   login_sample  one whole sample as the controller took it before it kept its sessions: the
+ *                 Secret read plus probe (only with --kubeconfig)
+ *   select1       connect with the same parameters, SELECT 1, close (the baseline)
+ *   probe         connect, the probe query, close
+ *   secret        the Secret read alone (only with --kubeconfig)
+ *   query         the probe query alone on a connection kept open (no Secret read, no digest)
  *
- * Prints one line per kind: "PROBE kind=K n=N p50_us=.. p99_us=.. max_us=.. mean_us=.." and a
- * last line "PROBE kind=seen copy_max=C other_max=O size_bytes=S" (the largest counts the probe
- * saw: under a running clone, copy_max > 0 shows the probe counts its COPY workers).
+ * Prints one line per kind: "PROBE kind=K n=N p50_us=.. p99_us=.. max_us=.. mean_us=..", the
+ * sample line followed by "logins=L first_us=F" (the logins it made, L = 1 unless the session
+ * broke; the first sample, which logged in), and a last line
+ * "PROBE kind=seen copy_max=C other_max=O size_bytes=S" (the largest counts the probe saw: under
+ * a running clone, copy_max > 0 shows the probe counts its COPY workers).
  *
  *   godwit-bench-probe [--samples N] [--interval-ms MS] [--appname NAME] [--timeout S]
  *                      [--kubeconfig F --namespace NS --secret NAME [--key uri]]
@@ -25,6 +33,7 @@
  * a clone at --interval-ms).
  */
 #include <libpq-fe.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -75,8 +84,9 @@ static const char probe_sql[] =
   " WHERE application_name = $1 AND backend_type = 'client backend'"
   "   AND pid <> pg_backend_pid()";
 
-enum kind { K_SELECT1, K_PROBE, K_SAMPLE, K_SECRET, K_QUERY, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "select1", "probe", "sample", "secret", "query" };
+enum kind { K_SELECT1, K_PROBE, K_SAMPLE, K_LOGIN_SAMPLE, K_SECRET, K_QUERY, K_COUNT };
+static const char *const kind_names[K_COUNT] = { "select1", "probe",  "sample",
+                                                 "login_sample", "secret", "query" };
 
 struct series {
   double *us;
@@ -125,7 +135,7 @@ static double pct(const struct series *s, double p)
   return s->us[i < s->n ? i : s->n - 1];
 }
 
-static void report(enum kind k, struct series *s)
+static void report(enum kind k, struct series *s, const char *extra)
 {
   if(!s->n)
     return;
@@ -133,8 +143,8 @@ static void report(enum kind k, struct series *s)
   for(size_t i = 0; i < s->n; i++)
     sum += s->us[i];
   qsort(s->us, s->n, sizeof(double), cmp_double);
-  printf("PROBE kind=%s n=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f\n", kind_names[k],
-         s->n, pct(s, 0.5), pct(s, 0.99), s->us[s->n - 1], sum / (double)s->n);
+  printf("PROBE kind=%s n=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f%s\n", kind_names[k],
+         s->n, pct(s, 0.5), pct(s, 0.99), s->us[s->n - 1], sum / (double)s->n, extra);
 }
 
 static int b64val(unsigned char c)
@@ -205,6 +215,12 @@ static char *secret_uri(struct kube_client *k, const struct probe_config *c)
   return uri;
 }
 
+/* The URI a sample uses: from the Secret, or $GODWIT_TARGET_URI (copied) without --kubeconfig. */
+static char *read_uri(struct kube_client *k, const struct probe_config *c, const char *env_uri)
+{
+  return k ? secret_uri(k, c) : env_uri ? strdup(env_uri) : NULL;
+}
+
 /* A connection with the parameters of the controller's mig_pg_connect. */
 static PGconn *connect_target(const char *uri, long timeout_s)
 {
@@ -260,12 +276,81 @@ static double one(const char *uri, long timeout_s, const char *appname, bool pro
   return rc ? -1 : now_us() - t0;
 }
 
+/* The controller's session pool (controller/migration/pgpool.c) reduced to the one Migration
+ * and side measured here: the kept session and the digest of the URI it logged in with. The
+ * controller's slot scan and mutex (64 slots, no contention here) are left out: nanoseconds. */
+struct pooled {
+  PGconn *c; /* NULL: nothing kept */
+  unsigned char digest[32];
+  long logins;
+};
+
+static void digest_of(const char *uri, unsigned char out[32])
+{
+  unsigned int n = 0;
+  if(!EVP_Digest(uri, strlen(uri), out, &n, EVP_sha256(), NULL) || n != 32)
+    memset(out, 0, 32);
+}
+
+/* One whole sample as mig_probe takes it now: the Secret read and the digest (mig_pg_open), the
+ * kept session if its digest matches and it is still up, else a login (mig_pg_connect, which
+ * reads the Secret once more), the probe query, the session back to the pool if it is healthy
+ * and idle (mig_pg_close); a kept session that broke gets one retry with a fresh login, as in
+ * mig_probe. Returns microseconds, or -1; *uri_out gets the URI read (the caller frees it), and
+ * *secret_us what the first Secret read took. */
+static double pooled_sample(struct kube_client *k, const struct probe_config *c,
+                            const char *env_uri, struct pooled *pool, char **uri_out,
+                            double *secret_us)
+{
+  double t0 = now_us();
+  char *uri = read_uri(k, c, env_uri);
+  *secret_us = now_us() - t0;
+  *uri_out = uri;
+  if(!uri)
+    return -1;
+  unsigned char d[32];
+  digest_of(uri, d);
+  int rc = -1;
+  for(int round = 0; round < 2 && rc; round++) {
+    PGconn *s = pool->c;
+    pool->c = NULL;
+    if(s && memcmp(pool->digest, d, sizeof(d))) {
+      PQfinish(s); /* the Secret changed: that session goes */
+      s = NULL;
+    }
+    bool reused = s && PQstatus(s) == CONNECTION_OK;
+    if(!reused) {
+      if(s)
+        PQfinish(s);
+      char *again = read_uri(k, c, env_uri);
+      s = again ? connect_target(again, c->timeout) : NULL;
+      wipe_free(again);
+      if(!s)
+        return -1;
+      pool->logins++;
+    }
+    rc = run_probe(s, c->appname);
+    bool up = PQstatus(s) == CONNECTION_OK;
+    if(rc || !up || PQtransactionStatus(s) != PQTRANS_IDLE) {
+      PQfinish(s);
+    } else {
+      pool->c = s;
+      memcpy(pool->digest, d, sizeof(d));
+    }
+    if(rc && (!reused || up))
+      break; /* a query error on a good session: no retry */
+  }
+  return rc ? -1 : now_us() - t0;
+}
+
 static void pause_ms(long ms)
 {
   struct timespec d = { ms / 1000, (ms % 1000) * 1000000L };
   while(!stopping && nanosleep(&d, &d) < 0)
     ;
 }
+
+enum op { OP_SAMPLE, OP_PROBE, OP_SELECT1, OP_QUERY, OP_COUNT };
 
 int main(int argc, char **argv)
 {
@@ -311,41 +396,51 @@ int main(int argc, char **argv)
   struct series s[K_COUNT];
   memset(s, 0, sizeof(s));
   code = 0;
-  /* the kept connection of "query", and one warm-up of everything */
-  char *uri = kube ? secret_uri(kube, &c) : strdup(env_uri);
+  /* the kept connection of "query", and one warm-up of the per-login kinds; the pool of
+   * "sample" starts empty, so that its first sample logs in as the controller's does */
+  char *uri = read_uri(kube, &c, env_uri);
   PGconn *kept = uri ? connect_target(uri, c.timeout) : NULL;
   if(!kept || one(uri, c.timeout, c.appname, true) < 0 || one(uri, c.timeout, c.appname, false) < 0)
     code = 1;
-  wipe_free(uri);
+  struct pooled pool;
+  memset(&pool, 0, sizeof(pool));
+  double first_us = -1;
 
   for(long i = 0; !code && !stopping && (c.samples == 0 || i < c.samples); i++) {
-    /* a whole sample: the Secret read, then connect + probe + close */
-    double t0 = now_us();
-    uri = kube ? secret_uri(kube, &c) : strdup(env_uri);
-    double t_secret = now_us() - t0;
-    if(!uri) {
-      code = 1;
-      break;
-    }
-    /* alternate which of probe and SELECT 1 goes first */
-    double t_probe, t_base;
+    /* the four measurements in a rotating order (8 orders: rotated by i / 2, probe and SELECT 1
+     * swapped on odd i); probe and SELECT 1 use the URI the latest sample read */
+    enum op ops[OP_COUNT] = { OP_SAMPLE, OP_PROBE, OP_SELECT1, OP_QUERY };
     if(i % 2) {
-      t_probe = one(uri, c.timeout, c.appname, true);
-      t_base = one(uri, c.timeout, c.appname, false);
-    } else {
-      t_base = one(uri, c.timeout, c.appname, false);
-      t_probe = one(uri, c.timeout, c.appname, true);
+      ops[1] = OP_SELECT1;
+      ops[2] = OP_PROBE;
     }
-    wipe_free(uri);
-    double q0 = now_us();
-    int qrc = run_probe(kept, c.appname);
-    double t_query = now_us() - q0;
-    if(t_probe < 0 || t_base < 0 || qrc) {
-      code = 1;
+    double t[OP_COUNT] = { 0 }, t_secret = 0;
+    for(int j = 0; j < OP_COUNT && !code; j++) {
+      enum op o = ops[(j + i / 2) % OP_COUNT];
+      if(o == OP_SAMPLE) {
+        char *u = NULL;
+        t[o] = pooled_sample(kube, &c, env_uri, &pool, &u, &t_secret);
+        if(u) {
+          wipe_free(uri);
+          uri = u;
+        }
+        if(first_us < 0)
+          first_us = t[o];
+      } else if(o == OP_QUERY) {
+        double q0 = now_us();
+        t[o] = run_probe(kept, c.appname) ? -1 : now_us() - q0;
+      } else {
+        t[o] = one(uri, c.timeout, c.appname, o == OP_PROBE);
+      }
+      if(t[o] < 0)
+        code = 1;
+    }
+    if(code)
       break;
-    }
-    if(push(&s[K_PROBE], t_probe) || push(&s[K_SELECT1], t_base) || push(&s[K_QUERY], t_query) ||
-       (kube && (push(&s[K_SECRET], t_secret) || push(&s[K_SAMPLE], t_secret + t_probe)))) {
+    if(push(&s[K_PROBE], t[OP_PROBE]) || push(&s[K_SELECT1], t[OP_SELECT1]) ||
+       push(&s[K_QUERY], t[OP_QUERY]) ||
+       (kube && (push(&s[K_SECRET], t_secret) || push(&s[K_SAMPLE], t[OP_SAMPLE]) ||
+                 push(&s[K_LOGIN_SAMPLE], t_secret + t[OP_PROBE])))) {
       fprintf(stderr, "godwit-bench-probe: out of memory\n");
       code = 1;
       break;
@@ -353,10 +448,15 @@ int main(int argc, char **argv)
     if(c.interval_ms)
       pause_ms(c.interval_ms);
   }
+  wipe_free(uri);
   if(kept)
     PQfinish(kept);
+  if(pool.c)
+    PQfinish(pool.c);
+  char extra[96];
+  snprintf(extra, sizeof(extra), " logins=%ld first_us=%.0f", pool.logins, first_us);
   for(int k = 0; k < K_COUNT; k++) {
-    report((enum kind)k, &s[k]);
+    report((enum kind)k, &s[k], k == K_SAMPLE ? extra : "");
     free(s[k].us);
   }
   printf("PROBE kind=seen copy_max=%lld other_max=%lld size_bytes=%lld\n", seen_copy, seen_other,

@@ -80,3 +80,52 @@ Test(migration_owner, the_reown_job_hands_the_restored_objects_to_the_owner)
   e2e_assert_same(&E);
   free(d);
 }
+
+/* The owner's membership withdrawn while the worker copies (after the preflight granted it):
+ * the handover cannot run, OwnershipFailed on both conditions with the Job's last lines, the
+ * data on the target all the same. */
+Test(migration_owner, a_handover_that_cannot_run_fails_with_the_statement)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 200000);
+  pgfx_exec(&E.dst, "postgres", "CREATE ROLE shop_owner NOLOGIN");
+  e2e_apply(&E,
+            "apiVersion: pgcopydb.io/v1\n"
+            "kind: Migration\n"
+            "metadata: {name: lost}\n"
+            "spec:\n"
+            "  source: {connectionSecretRef: {name: src}}\n"
+            "  target: {connectionSecretRef: {name: dst}}\n"
+            "  superuserSecretRef: {name: super}\n"
+            "  clone:\n"
+            "    ownerAfterRestore: shop_owner\n"
+            "  worker: {workDir: {size: 1Gi}}\n");
+  bool cloning = e2e_wait_phase(&E, "lost", "Cloning", 120000);
+  char *d = e2e_describe(&E, "lost");
+  cr_assert(cloning, "never Cloning:\n%s", d);
+  free(d);
+  pgfx_exec(&E.dst, "postgres", "REVOKE shop_owner FROM dst_app");
+
+  bool failed = e2e_wait_cond(&E, "lost", "Failed", "True", "OwnershipFailed", 180000) &&
+                e2e_wait_event(&E, "lost", "OwnershipFailed", 10000);
+  d = e2e_describe(&E, "lost");
+  cr_assert(failed, "not Failed with OwnershipFailed:\n%s", d);
+  cr_assert_str_eq(e2e_phase(&E, "lost"), "Failed");
+  cr_assert_str_eq(e2e_cond_reason(&E, "lost", "OwnershipApplied"), "OwnershipFailed", "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "lost", "CloneCompleted"), "CloneSucceeded", "%s", d);
+  const char *msg = e2e_cond_message(&E, "lost", "OwnershipApplied");
+  cr_assert(strstr(msg, "OWNER TO shop_owner"), "the statement that failed: %s", msg);
+  cr_assert(strstr(msg, "the data is on the target"), "%s", msg);
+  cr_assert_eq(e2e_event_count(&E, "lost", "OwnershipStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "lost", "OwnershipApplied"), 0, "%s", d);
+  char *ev = e2e_events(&E, "lost");
+  cr_assert(strstr(ev, "Warning OwnershipFailed"), "%s", ev);
+  free(ev);
+  /* the copy itself is whole; only the handover is left to do by hand */
+  e2e_assert_same(&E);
+  char *owner = pgfx_query1(&E.dst, "shop", "SELECT tableowner FROM pg_tables WHERE "
+                                            "schemaname = 'sales' AND tablename = 'orders'");
+  cr_assert_str_eq(owner, "dst_app");
+  free(owner);
+  free(d);
+}
