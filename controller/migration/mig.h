@@ -292,7 +292,7 @@ void mig_secret_free(char *s);
 gw_rc mig_uri(struct mig *m, bool source, char **out, char *err, size_t errlen) GW_MUST_CHECK;
 /* A libpq connection with the URI (connect and statement timeouts, application_name
  * godwit-controller); NULL with err set (scrubbed). */
-PGconn *mig_pg_connect(struct mig *m, bool source, char *err, size_t errlen);
+PGconn *mig_pg_connect_uri(struct mig *m, const char *uri, char *err, size_t errlen);
 
 /* ---- pgpool.c ---- */
 

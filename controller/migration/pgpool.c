@@ -67,7 +67,6 @@ bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t
   if(mig_uri(m, source, &uri, err, errlen))
     return false;
   digest_of(uri, s->digest);
-  mig_secret_free(uri);
   PGconn *idle[MIG_PG_SLOTS], *found = NULL;
   pthread_mutex_lock(&mu);
   size_t n = take_idle(idle, now_ms(), NULL);
@@ -82,13 +81,15 @@ bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t
   pthread_mutex_unlock(&mu);
   close_all_of(idle, n);
   if(found && PQstatus(found) == CONNECTION_OK) {
+    mig_secret_free(uri);
     s->c = found;
     s->reused = true;
     return true;
   }
   if(found)
     PQfinish(found);
-  s->c = mig_pg_connect(m, source, err, errlen);
+  s->c = mig_pg_connect_uri(m, uri, err, errlen);
+  mig_secret_free(uri);
   return s->c != NULL;
 }
 

@@ -119,11 +119,8 @@ gw_rc mig_uri(struct mig *m, bool source, char **out, char *err, size_t errlen)
   return mig_secret_get(m, name, key && *key ? key : "uri", out, err, errlen);
 }
 
-PGconn *mig_pg_connect(struct mig *m, bool source, char *err, size_t errlen)
+PGconn *mig_pg_connect_uri(struct mig *m, const char *uri, char *err, size_t errlen)
 {
-  char *uri = NULL;
-  if(mig_uri(m, source, &uri, err, errlen))
-    return NULL;
   char timeout[16], opts[64];
   snprintf(timeout, sizeof(timeout), "%ld", m->o->connect_timeout_s);
   snprintf(opts, sizeof(opts), "-c statement_timeout=%ld", m->o->connect_timeout_s * 1000);
@@ -131,7 +128,6 @@ PGconn *mig_pg_connect(struct mig *m, bool source, char *err, size_t errlen)
   const char *keys[] = { "dbname", "connect_timeout", "application_name", "options", NULL };
   const char *vals[] = { uri, timeout, "godwit-controller", opts, NULL };
   PGconn *c = PQconnectdbParams(keys, vals, 1);
-  mig_secret_free(uri);
   if(!c) {
     snprintf(err, errlen, "out of memory");
     return NULL;
