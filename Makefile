@@ -118,8 +118,10 @@ deps:
 	fi
 	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
 
+# Builds run on every CPU; the suites decide their own parallelism.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	$(MAKE) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
+	$(MAKE) -j$(NPROC) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
 	$(MAKE) test-unit test-integration test-cluster test-rules check-generated lint test-clang
 
 test-unit: $(BUILD)/tests/unit
@@ -147,7 +149,7 @@ test-rules:
 
 # Every source must also build warning-free with clang.
 test-clang:
-	$(MAKE) BUILD=build-clang CC=clang all build-clang/tests/unit
+	$(MAKE) -j$(NPROC) BUILD=build-clang CC=clang all build-clang/tests/unit
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \

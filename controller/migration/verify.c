@@ -78,6 +78,26 @@ static void differing(const cJSON *report, char *buf, size_t len)
   }
 }
 
+/* The first schema differences of the report, "a; b; c" (and how many more), into buf. */
+static void schema_differences(const cJSON *report, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  size_t used = 0;
+  int shown = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, json_get(report, "schema.differences"))
+  {
+    const char *s = cJSON_GetStringValue(d);
+    if(!s || shown >= 5 || used + strlen(s) + 3 >= len)
+      break;
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "; " : "", s);
+    shown++;
+  }
+  const cJSON *total = json_get(report, "schema.differencesTotal");
+  if(shown && cJSON_IsNumber(total) && total->valuedouble > shown && used + 24 < len)
+    snprintf(buf + used, len - used, "; %d more", (int)total->valuedouble - shown);
+}
+
 gw_rc mig_step_verifying(struct mig *m)
 {
   struct step_run r = { .step = "compare", .max_attempts = m->o->step_attempts,
@@ -93,9 +113,12 @@ gw_rc mig_step_verifying(struct mig *m)
     bool schema_bad = cJSON_IsFalse(schema), data_bad = cJSON_IsFalse(data);
     mig_step_set(m, "compare", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
     if(schema_bad) {
+      char diffs[700];
+      schema_differences(rep, diffs, sizeof(diffs));
       mig_cond(m, C_VERIFIED, COND_FALSE, "SchemaMismatch",
-               "compare schema reported differences between source and target; details are "
-               "in the compare Job's log (%s-compare-%d)", m->name, r.attempt);
+               "compare schema reported differences between source and target%s%s; details "
+               "are in the compare Job's log (%s-compare-%d)", *diffs ? ": " : "", diffs,
+               m->name, r.attempt);
       mig_event_if_cond(m, C_VERIFIED, EV_WARNING, "VerificationMismatch",
                         "compare schema reported differences; see the logs of Job "
                         "%s-compare-%d", m->name, r.attempt);

@@ -368,3 +368,39 @@ Test(migration_auto, deleting_a_streaming_migration_cleans_up_the_source_and_tar
   cr_assert_eq(q_int(&E.dst, apps), 0, "pgcopydb still connected to the target");
   free(ev);
 }
+
+/* An index only the target has (an event trigger adds it when the restore creates audit.log):
+ * Verified False SchemaMismatch naming it, and the Migration completes all the same. */
+Test(migration_auto, a_schema_difference_is_a_schema_mismatch)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "shop",
+            "CREATE SCHEMA godwit_t;"
+            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+            "  DECLARE r record; BEGIN"
+            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
+            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
+            "    LOOP EXECUTE 'CREATE INDEX log_msg_extra ON audit.log(msg)';"
+            "    END LOOP; END $$;"
+            "CREATE EVENT TRIGGER godwit_extra ON ddl_command_end"
+            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_apply(&E, HEAD_YAML "  verify:\n"
+                          "    compare: [schema]\n",
+            "drift");
+  bool done = e2e_wait_cond(&E, "drift", "Complete", "True", "MigrationSucceeded", 120000) &&
+              e2e_wait_event(&E, "drift", "Completed", 10000);
+  char *d = e2e_describe(&E, "drift");
+  cr_assert(done, "not Complete:\n%s", d);
+  cr_assert_eq(q_int(&E.dst, "SELECT count(*) FROM pg_indexes WHERE indexname = "
+                             "'log_msg_extra'"), 1, "the trigger added the index:\n%s", d);
+  cr_assert_str_eq(cond_of("drift", "Verified"), "False/SchemaMismatch", "%s", d);
+  cr_assert_str_eq(cond_of("drift", "Complete"), "True/MigrationSucceeded", "%s", d);
+  cr_assert(strncmp(cond_of("drift", "Failed"), "True/", 5), "%s", d);
+  const char *vm = e2e_cond_message(&E, "drift", "Verified");
+  cr_assert(strstr(vm, "log_msg_extra"), "the difference is named: %s", vm);
+  cr_assert_eq(e2e_event_count(&E, "drift", "VerificationStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "drift", "VerificationMismatch"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "drift", "Verified"), 0, "%s", d);
+  free(d);
+}
