@@ -41,6 +41,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../controller/migration/probe_sql.h"
+#include "base64.h"
 #include "config.h"
 #include "json.h"
 #include "kube/kube.h"
@@ -75,14 +77,8 @@ static const struct cfg_opt options[] = {
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
-/* The controller's probe query, as controller/migration/probe.c sends it. */
-static const char probe_sql[] =
-  "SELECT count(*) FILTER (WHERE query ILIKE 'copy %from stdin%'),"
-  "       count(*) FILTER (WHERE state = 'active' AND query NOT ILIKE 'copy %from stdin%'),"
-  "       pg_database_size(current_database())"
-  "  FROM pg_stat_activity"
-  " WHERE application_name = $1 AND backend_type = 'client backend'"
-  "   AND pid <> pg_backend_pid()";
+/* The controller's probe query, the very statement controller/migration/probe.c sends. */
+static const char probe_sql[] = MIG_PROBE_SQL;
 
 enum kind { K_SELECT1, K_PROBE, K_SAMPLE, K_LOGIN_SAMPLE, K_SECRET, K_QUERY, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "select1", "probe",  "sample",
@@ -147,43 +143,6 @@ static void report(enum kind k, struct series *s, const char *extra)
          s->n, pct(s, 0.5), pct(s, 0.99), s->us[s->n - 1], sum / (double)s->n, extra);
 }
 
-static int b64val(unsigned char c)
-{
-  if(c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if(c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if(c >= '0' && c <= '9')
-    return c - '0' + 52;
-  return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* A Secret's data value decoded (NULL when it is not base64). */
-static char *unbase64(const char *in)
-{
-  size_t n = strlen(in);
-  char *out = malloc(n / 4 * 3 + 4);
-  unsigned acc = 0;
-  int bits = 0;
-  size_t o = 0;
-  for(size_t i = 0; out && i < n && in[i] != '='; i++) {
-    int v = b64val((unsigned char)in[i]);
-    if(v < 0) {
-      free(out);
-      return NULL;
-    }
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if(bits >= 8) {
-      bits -= 8;
-      out[o++] = (char)((acc >> bits) & 0xFF);
-    }
-  }
-  if(out)
-    out[o] = '\0';
-  return out;
-}
-
 static void wipe_free(char *s)
 {
   if(s) {
@@ -206,7 +165,7 @@ static char *secret_uri(struct kube_client *k, const struct probe_config *c)
   if(!rc) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(sec, "data"), c->key);
     if(cJSON_IsString(v))
-      uri = unbase64(v->valuestring);
+      uri = (char *)b64_decode(v->valuestring, NULL);
   }
   if(!uri)
     fprintf(stderr, "godwit-bench-probe: cannot read key %s of Secret %s/%s: %s\n", c->key,

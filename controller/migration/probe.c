@@ -12,16 +12,9 @@
 #include "json.h"
 #include "log.h"
 #include "mig.h"
+#include "probe_sql.h"
 
-/* Copy workers by connection (a COPY worker's connection outlives its statement), the others
- * only while active; client backends only (a parallel CREATE INDEX shows its workers too). */
-static const char probe_sql[] =
-  "SELECT count(*) FILTER (WHERE query ILIKE 'copy %from stdin%'),"
-  "       count(*) FILTER (WHERE state = 'active' AND query NOT ILIKE 'copy %from stdin%'),"
-  "       pg_database_size(current_database())"
-  "  FROM pg_stat_activity"
-  " WHERE application_name = $1 AND backend_type = 'client backend'"
-  "   AND pid <> pg_backend_pid()";
+static const char probe_sql[] = MIG_PROBE_SQL;
 
 /* Milliseconds since the time in status path (RFC 3339, seconds), or a large number. */
 static long long since_ms(const struct mig *m, const char *path)

@@ -5,52 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "json.h"
 #include "mig.h"
-
-/* Base64 decoding of a Secret's data value (RFC 4648, padding optional). */
-static int b64val(unsigned char c)
-{
-  if(c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if(c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if(c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if(c == '+')
-    return 62;
-  if(c == '/')
-    return 63;
-  return -1;
-}
-
-static char *b64decode(const char *in)
-{
-  size_t n = strlen(in);
-  char *out = malloc(n / 4 * 3 + 4);
-  if(!out)
-    return NULL;
-  size_t o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-  for(size_t i = 0; i < n; i++) {
-    if(in[i] == '=' || in[i] == '\n' || in[i] == '\r')
-      continue;
-    int v = b64val((unsigned char)in[i]);
-    if(v < 0) {
-      free(out);
-      return NULL;
-    }
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if(bits >= 8) {
-      bits -= 8;
-      out[o++] = (char)((acc >> bits) & 0xFF);
-    }
-  }
-  out[o] = '\0';
-  return out;
-}
 
 void mig_secret_free(char *s)
 {
@@ -80,7 +37,7 @@ gw_rc mig_secret_get(struct mig *m, const char *name, const char *key, char **ou
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, key);
     const cJSON *sv = cJSON_GetObjectItemCaseSensitive(json_get(sec, "stringData"), key);
     if(cJSON_IsString(v)) {
-      *out = b64decode(v->valuestring);
+      *out = (char *)b64_decode(v->valuestring, NULL);
       if(!*out) {
         rc = GW_EPARSE;
         snprintf(err, errlen, "secret \"%s\": key \"%s\" is not base64", name, key);

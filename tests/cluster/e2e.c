@@ -617,3 +617,35 @@ pid_t e2e_worker_pid(struct e2e *e, const char *name)
   cJSON_Delete(list);
   return pid;
 }
+
+/* ---- helpers the Migration suites share ---- */
+
+long long e2e_mono_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+bool e2e_job_exists(struct e2e *e, const char *name, const char *job)
+{
+  char *jobs = e2e_jobs(e, name);
+  char line[128];
+  snprintf(line, sizeof(line), "%s\n", job);
+  bool found = strstr(jobs, line) != NULL;
+  free(jobs);
+  return found;
+}
+
+bool e2e_wait_complete(struct e2e *e, const char *name, int timeout_ms)
+{
+  long long end = e2e_mono_ms() + timeout_ms;
+  do {
+    if(e2e_wait_cond(e, name, "Complete", "True", "MigrationSucceeded", 0))
+      return true;
+    if(e2e_wait_cond(e, name, "Failed", "True", NULL, 0))
+      return false;
+    e2e_sleep_ms(200);
+  } while(e2e_mono_ms() < end);
+  return false;
+}

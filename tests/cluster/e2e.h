@@ -121,5 +121,13 @@ pid_t e2e_worker_pid(struct e2e *e, const char *name);
 
 /* Sleeps ms milliseconds. */
 void e2e_sleep_ms(long ms);
+/* Milliseconds of the monotonic clock. */
+long long e2e_mono_ms(void);
+/* The Migration name has a Job of that name. */
+bool e2e_job_exists(struct e2e *e, const char *name, const char *job);
+/* Waits for Complete=True MigrationSucceeded; false at once when the Migration failed instead,
+ * or on timeout. The Completed Event comes after the status write: wait for it apart
+ * (e2e_wait_event) where it matters. */
+bool e2e_wait_complete(struct e2e *e, const char *name, int timeout_ms);
 
 #endif

@@ -49,13 +49,6 @@ TestSuite(migration_live, .fini = stop, .timeout = 300);
   "  worker:\n"                                                                               \
   "    workDir: {size: 1Gi}\n"
 
-static long long now_ms(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* ---- the application: writes on the source while the migration follows ---- */
 
 struct writer {
@@ -175,14 +168,14 @@ static int phase_rank(const char *p)
 /* Waits until the phase is `phase` or one after it; false on timeout. */
 static bool wait_phase_at_least(const char *name, const char *phase, int timeout_ms)
 {
-  long long end = now_ms() + timeout_ms;
+  long long end = e2e_mono_ms() + timeout_ms;
   int want = phase_rank(phase);
   do {
     int r = phase_rank(e2e_phase(&E, name));
     if(r >= want && r <= phase_rank("Completed"))
       return true;
     e2e_sleep_ms(100);
-  } while(now_ms() < end);
+  } while(e2e_mono_ms() < end);
   return false;
 }
 
@@ -210,38 +203,14 @@ static void assert_phase_order(struct e2e_phases *ph, const char *const *want)
   }
 }
 
-static bool job_exists(const char *name, const char *job)
-{
-  char *jobs = e2e_jobs(&E, name);
-  char line[128];
-  snprintf(line, sizeof(line), "%s\n", job);
-  bool yes = strstr(jobs, line) != NULL;
-  free(jobs);
-  return yes;
-}
-
 static bool wait_job(const char *name, const char *job, int timeout_ms)
 {
-  long long end = now_ms() + timeout_ms;
+  long long end = e2e_mono_ms() + timeout_ms;
   do {
-    if(job_exists(name, job))
+    if(e2e_job_exists(&E, name, job))
       return true;
     e2e_sleep_ms(100);
-  } while(now_ms() < end);
-  return false;
-}
-
-/* Waits for Complete=True MigrationSucceeded; false on timeout or as soon as it failed. */
-static bool wait_complete(const char *name, int timeout_ms)
-{
-  long long end = now_ms() + timeout_ms;
-  do {
-    if(e2e_wait_cond(&E, name, "Complete", "True", "MigrationSucceeded", 0))
-      return true;
-    if(e2e_wait_cond(&E, name, "Failed", "True", NULL, 0))
-      return false;
-    e2e_sleep_ms(200);
-  } while(now_ms() < end);
+  } while(e2e_mono_ms() < end);
   return false;
 }
 
@@ -426,7 +395,7 @@ static void wait_pending(const char *name, struct e2e_phases *ph)
 
 Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_losing_a_row)
 {
-  long long t0 = now_ms();
+  long long t0 = e2e_mono_ms();
   setup();
   struct e2e_phases ph;
   e2e_phases_start(&ph, &E, "shop");
@@ -437,7 +406,8 @@ Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_los
   /* Manual: it waits for the approval, streaming meanwhile */
   e2e_sleep_ms(1500);
   cr_assert_str_eq(e2e_phase(&E, "shop"), "CutoverPending");
-  cr_assert(!job_exists("shop", "shop-cutover-1"), "no cutover Job before the approval");
+  cr_assert(!e2e_job_exists(&E, "shop", "shop-cutover-1"),
+            "no cutover Job before the approval");
   /* the application stops writing as the cutover is approved (the runbook: stop the writes,
    * approve); a write after the end position could not be on the target */
   writer_stop(&w);
@@ -449,14 +419,14 @@ Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_los
   cr_assert_str_eq(json_get_str(m, "spec.cutover.approvedBy"), "admin",
                    "the webhook stamps the approver");
   cJSON_Delete(m);
-  bool done = wait_complete("shop", 150000) &&
+  bool done = e2e_wait_complete(&E, "shop", 150000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   free(d);
   assert_completed_live("shop", &ph, &w, false);
-  cr_log_info("live migration: %lld ms; phases %s", now_ms() - t0, e2e_phases_list(&ph));
+  cr_log_info("live migration: %lld ms; phases %s", e2e_mono_ms() - t0, e2e_phases_list(&ph));
 }
 
 /* SIGKILL the controller, then start it again a moment later. */
@@ -472,7 +442,7 @@ static void kill_controller(const char *when, int *kills)
 
 Test(migration_live, survives_controller_kills_across_the_run)
 {
-  long long t0 = now_ms();
+  long long t0 = e2e_mono_ms();
   unsigned seed = (unsigned)time(NULL);
   srand(seed);
   cr_log_info("random seed %u", seed);
@@ -504,12 +474,12 @@ Test(migration_live, survives_controller_kills_across_the_run)
             e2e_describe(&E, "kills"));
   kill_controller("during the verify", &kills);
   cr_assert_geq(kills, 5);
-  bool done = wait_complete("kills", 120000);
+  bool done = e2e_wait_complete(&E, "kills", 120000);
   e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "kills");
   cr_assert(done, "not Complete after %d kills; phases %s\n%s", kills, e2e_phases_list(&ph), d);
   free(d);
   assert_completed_live("kills", &ph, &w, true);
   cr_log_info("live migration with %d controller kills: %lld ms; phases %s", kills,
-              now_ms() - t0, e2e_phases_list(&ph));
+              e2e_mono_ms() - t0, e2e_phases_list(&ph));
 }

@@ -47,17 +47,10 @@ TestSuite(migration_resume, .fini = stop, .timeout = 300);
   "  worker:\n"                                                                               \
   "    workDir: {size: 1Gi}\n"
 
-static long long mono_ms(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Waits until the probe has seen this attempt's COPY workers while the phase is Cloning. */
 static bool wait_copying(const char *name, int timeout_ms)
 {
-  long long end = mono_ms() + timeout_ms;
+  long long end = e2e_mono_ms() + timeout_ms;
   do {
     cJSON *m = e2e_get(&E, name);
     const char *ph = json_get_str(m, "status.phase");
@@ -66,22 +59,7 @@ static bool wait_copying(const char *name, int timeout_ms)
     if(ok)
       return true;
     e2e_sleep_ms(100);
-  } while(mono_ms() < end);
-  return false;
-}
-
-/* Waits for Complete=True MigrationSucceeded and the Completed Event; false at once when the
- * Migration failed instead, or on timeout. */
-static bool wait_complete(const char *name, int timeout_ms)
-{
-  long long end = mono_ms() + timeout_ms;
-  do {
-    if(e2e_wait_cond(&E, name, "Complete", "True", "MigrationSucceeded", 0))
-      return e2e_wait_event(&E, name, "Completed", 10000);
-    if(e2e_wait_cond(&E, name, "Failed", "True", NULL, 0))
-      return false;
-    e2e_sleep_ms(300);
-  } while(mono_ms() < end);
+  } while(e2e_mono_ms() < end);
   return false;
 }
 
@@ -93,9 +71,9 @@ static bool group_alive(pid_t pgid)
 
 static bool wait_group_gone(pid_t pgid, int timeout_ms)
 {
-  long long end = mono_ms() + timeout_ms;
+  long long end = e2e_mono_ms() + timeout_ms;
   while(group_alive(pgid)) {
-    if(mono_ms() > end)
+    if(e2e_mono_ms() > end)
       return false;
     e2e_sleep_ms(100);
   }
@@ -113,16 +91,6 @@ static char *job_args(const char *job)
     return strdup("");
   }
   return out ? out : strdup("");
-}
-
-static bool job_exists(const char *job)
-{
-  char *jobs = e2e_jobs(&E, "shop");
-  char line[128];
-  snprintf(line, sizeof(line), "%s\n", job);
-  bool found = strstr(jobs, line) != NULL;
-  free(jobs);
-  return found;
 }
 
 static long long status_int(const char *name, const char *path)
@@ -180,8 +148,8 @@ static void assert_no_empty_table(void)
  * or on timeout. */
 static bool wait_window(void)
 {
-  long long until = mono_ms() + 60000;
-  while(mono_ms() < until) {
+  long long until = e2e_mono_ms() + 60000;
+  while(e2e_mono_ms() < until) {
     char *active = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE "
                                "query ILIKE 'copy %%orders%% from stdin%%'");
     char *cons = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_constraint WHERE conname "
@@ -226,7 +194,8 @@ Test(migration_resume, a_worker_killed_mid_copy_resumes_and_no_table_is_empty)
   d = e2e_describe(&E, "shop");
   cr_assert(failed, "no AttemptFailed after the kill:\n%s", d);
   free(d);
-  bool done = wait_complete("shop", 180000);
+  bool done = e2e_wait_complete(&E, "shop", 180000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
   d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete after the resume:\n%s", d);
   cr_assert_str_eq(e2e_phase(&E, "shop"), "Completed", "%s", d);
@@ -290,24 +259,25 @@ Test(migration_resume, a_clone_suspended_mid_copy_resumes_without_spending_the_b
   cJSON_Delete(m);
   cr_assert_eq(e2e_event_count(&E, "shop", "SlotRetained"), 0, "a clone has no slot");
   /* the worker Job and every pgcopydb process of it are gone; the work volume stays */
-  long long end = mono_ms() + 60000;
-  while(job_exists("shop-worker-1") && mono_ms() < end)
+  long long end = e2e_mono_ms() + 60000;
+  while(e2e_job_exists(&E, "shop", "shop-worker-1") && e2e_mono_ms() < end)
     e2e_sleep_ms(200);
   d = e2e_describe(&E, "shop");
-  cr_assert(!job_exists("shop-worker-1"), "the worker Job was not deleted:\n%s", d);
+  cr_assert(!e2e_job_exists(&E, "shop", "shop-worker-1"), "the worker Job was not deleted:\n%s", d);
   free(d);
   cr_assert(wait_group_gone(pid, 60000), "pgcopydb processes of the suspended worker are left");
   cr_assert_eq(e2e_kubectl(&E, NULL, "get pvc shop-workdir"), 0, "the work volume was deleted");
   /* it holds while suspended: no new worker */
   e2e_sleep_ms(2500);
   cr_assert_str_eq(e2e_phase(&E, "shop"), "Suspended");
-  cr_assert(!job_exists("shop-worker-1") && !job_exists("shop-worker-2"),
+  cr_assert(!e2e_job_exists(&E, "shop", "shop-worker-1") && !e2e_job_exists(&E, "shop", "shop-worker-2"),
             "a worker runs while suspended");
   cr_assert_eq(e2e_worker_pid(&E, "shop"), 0, "a worker runs while suspended");
 
   cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration shop --type merge -p "
                                      "'{\"spec\":{\"suspend\":false}}'"), 0);
-  bool done = wait_complete("shop", 180000);
+  bool done = e2e_wait_complete(&E, "shop", 180000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);
   d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete after the resume; phases %s\n%s", e2e_phases_list(&ph), d);
@@ -327,7 +297,7 @@ Test(migration_resume, a_clone_suspended_mid_copy_resumes_without_spending_the_b
   cr_assert(strstr(args, "\"--resume\"") && strstr(args, "\"--not-consistent\""),
             "the worker after the suspension resumes: %s", args);
   free(args);
-  cr_assert(!job_exists("shop-worker-2"), "%s", d);
+  cr_assert(!e2e_job_exists(&E, "shop", "shop-worker-2"), "%s", d);
   cJSON *done_m = e2e_get(&E, "shop");
   cr_assert_null(json_get(done_m, "status.suspendedFrom"), "%s", d);
   cJSON_Delete(done_m);
@@ -417,14 +387,14 @@ static bool following(const char *phase)
 
 static bool wait_following(const char *name, int timeout_ms)
 {
-  long long end = mono_ms() + timeout_ms;
+  long long end = e2e_mono_ms() + timeout_ms;
   do {
     if(following(e2e_phase(&E, name)))
       return true;
     if(e2e_wait_cond(&E, name, "Failed", "True", NULL, 0))
       return false;
     e2e_sleep_ms(200);
-  } while(mono_ms() < end);
+  } while(e2e_mono_ms() < end);
   return false;
 }
 
@@ -479,10 +449,10 @@ Test(migration_resume, a_live_migration_suspended_while_following_keeps_its_slot
             "the slot %s: %s", slot, e2e_event_message(&E, "shop", "SlotRetained"));
   free(d);
   cr_assert(wait_group_gone(pid, 60000), "pgcopydb processes of the suspended worker are left");
-  long long end = mono_ms() + 30000;
-  while(job_exists("shop-worker-1") && mono_ms() < end)
+  long long end = e2e_mono_ms() + 30000;
+  while(e2e_job_exists(&E, "shop", "shop-worker-1") && e2e_mono_ms() < end)
     e2e_sleep_ms(200);
-  cr_assert(!job_exists("shop-worker-1"), "the worker Job was not deleted");
+  cr_assert(!e2e_job_exists(&E, "shop", "shop-worker-1"), "the worker Job was not deleted");
   cr_assert_eq(e2e_kubectl(&E, NULL, "get pvc shop-workdir"), 0, "the work volume was deleted");
   /* the slot holds the changes written meanwhile */
   cr_assert_eq(slots_named(slot), 1, "the replication slot %s is gone while suspended", slot);
@@ -514,7 +484,8 @@ Test(migration_resume, a_live_migration_suspended_while_following_keeps_its_slot
   e2e_sleep_ms(500);
   cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration shop --type merge -p "
                                      "'{\"spec\":{\"cutover\":{\"approved\":true}}}'"), 0);
-  bool done = wait_complete("shop", 150000);
+  bool done = e2e_wait_complete(&E, "shop", 150000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
   app.stop = 1;
   pthread_join(app.t, NULL);
   e2e_phases_stop(&ph);

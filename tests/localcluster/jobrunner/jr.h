@@ -109,8 +109,6 @@ void jr_rmtree(const char *path);
 int jr_write_file(const char *path, const void *data, size_t len, mode_t mode);
 /* Reads at most max bytes of path into a malloc'd NUL-terminated buffer, or NULL. */
 char *jr_read_file(const char *path, size_t max, size_t *len);
-/* Decodes standard base64; malloc'd (NUL-terminated for convenience), or NULL when invalid. */
-unsigned char *jr_base64_decode(const char *in, size_t *outlen);
 /* A JSON integer member (or dflt when missing or not a number). */
 long jr_json_long(const cJSON *o, const char *path, long dflt);
 /* True when the JSON member exists and is not null. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "kubelet.h"
 
 void kcache_release(struct kcache *c)
@@ -46,12 +47,12 @@ char *kcache_value(const cJSON *obj, bool secret, const char *key, size_t *len)
   if(secret) {
     if(!cJSON_IsString(v))
       return NULL;
-    return (char *)jr_base64_decode(v->valuestring, len);
+    return (char *)b64_decode(v->valuestring, len);
   }
   if(cJSON_IsString(v)) {
     *len = strlen(v->valuestring);
     return strdup(v->valuestring);
   }
   v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(obj, "binaryData"), key);
-  return cJSON_IsString(v) ? (char *)jr_base64_decode(v->valuestring, len) : NULL;
+  return cJSON_IsString(v) ? (char *)b64_decode(v->valuestring, len) : NULL;
 }

@@ -160,56 +160,6 @@ char *jr_read_file(const char *path, size_t max, size_t *len)
   return buf;
 }
 
-static int b64val(int c)
-{
-  if(c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if(c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if(c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if(c == '+')
-    return 62;
-  if(c == '/')
-    return 63;
-  return -1;
-}
-
-unsigned char *jr_base64_decode(const char *in, size_t *outlen)
-{
-  size_t n = strlen(in);
-  unsigned char *out = malloc(n / 4 * 3 + 4);
-  if(!out)
-    return NULL;
-  size_t o = 0;
-  unsigned acc = 0;
-  int bits = 0, pad = 0;
-  for(size_t i = 0; i < n; i++) {
-    if(in[i] == '=') {
-      pad++;
-      continue;
-    }
-    int v = b64val((unsigned char)in[i]);
-    if(v < 0 || pad) {
-      free(out);
-      return NULL;
-    }
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if(bits >= 8) {
-      bits -= 8;
-      out[o++] = (unsigned char)(acc >> bits);
-    }
-  }
-  if(pad > 2 || (n && (n + 0) % 4)) {
-    free(out);
-    return NULL;
-  }
-  out[o] = 0;
-  *outlen = o;
-  return out;
-}
-
 long jr_json_long(const cJSON *o, const char *path, long dflt)
 {
   const cJSON *v = json_get(o, path);
