@@ -485,3 +485,28 @@ Test(apiserver_core, custom_resources_are_served_in_every_version)
     cr_assert_str_eq(ra_str(it, "apiVersion"), "example.com/v1");
   cJSON_Delete(l);
 }
+
+/* A patch without a resourceVersion applies to whatever state it finds; one that names a
+ * stale resourceVersion is a precondition and fails with 409 (concurrent patches through the
+ * admission chain: apiserver_admission_cluster). */
+Test(apiserver_core, a_patch_names_a_resource_version_only_as_a_precondition)
+{
+  cJSON *cm = ra_configmap(&A, "default", "pp", NULL);
+  char old[32];
+  snprintf(old, sizeof(old), "%s", ra_str(cm, "metadata.resourceVersion"));
+  cJSON_Delete(cm);
+  struct ra_resp r;
+  ra_call(&A, "PATCH", CM "/pp", "application/merge-patch+json", "{\"data\":{\"a\":\"1\"}}", &r);
+  cr_assert_eq(r.code, 200, "%s", r.body);
+  ra_resp_free(&r);
+  ra_call(&A, "PATCH", CM "/pp", "application/merge-patch+json", "{\"data\":{\"b\":\"1\"}}", &r);
+  cr_assert_eq(r.code, 200, "a patch after another write applies to the new state: %s", r.body);
+  cr_assert_str_eq(ra_str(r.json, "data.a"), "1");
+  ra_resp_free(&r);
+  char body[128];
+  snprintf(body, sizeof(body), "{\"metadata\":{\"resourceVersion\":\"%s\"},\"data\":{\"c\":\"1\"}}",
+           old);
+  ra_call(&A, "PATCH", CM "/pp", "application/merge-patch+json", body, &r);
+  cr_assert_eq(r.code, 409, "a stale resourceVersion in the patch is a precondition: %s", r.body);
+  ra_resp_free(&r);
+}

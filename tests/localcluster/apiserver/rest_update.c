@@ -341,10 +341,26 @@ struct patch_ctx {
   size_t len;
 };
 
+/* A patch is applied to the current object, so the result carries its resourceVersion; that is
+ * a precondition only when the patch itself names one (kube-apiserver: a patch without it is
+ * re-applied to the new state when the object moved meanwhile, never answered 409). */
+static bool mentions_rv(const char *body, size_t len)
+{
+  static const char key[] = "resourceVersion";
+  for(size_t i = 0; i + sizeof(key) - 1 <= len; i++)
+    if(!memcmp(body + i, key, sizeof(key) - 1))
+      return true;
+  return false;
+}
+
 static cJSON *patch_fn(void *ctx, const cJSON *current, cJSON **next)
 {
   struct patch_ctx *p = ctx;
-  return patch_apply(p->rt, p->ctype, p->body, p->len, current, next);
+  cJSON *st = patch_apply(p->rt, p->ctype, p->body, p->len, current, next);
+  if(!st && *next && !mentions_rv(p->body, p->len) &&
+     !strcmp(ls_meta(*next, "resourceVersion"), ls_meta(current, "resourceVersion")))
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(*next, "metadata"), "resourceVersion");
+  return st;
 }
 
 void rest_patch(struct ls_req *r, const struct ls_rtype *rt, const struct ls_target *t)
