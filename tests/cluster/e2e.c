@@ -100,8 +100,12 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   roles(e, o);
 }
 
+static void rec_stop(struct e2e_rec *p);
+
 void e2e_stop(struct e2e *e)
 {
+  for(size_t i = 0; i < sizeof(e->recs) / sizeof(e->recs[0]); i++)
+    rec_stop(&e->recs[i]);
   cl_stop(&e->c);
   if(e->pg_started) {
     pgfx_stop(&e->src);
@@ -447,7 +451,7 @@ void e2e_assert_same(struct e2e *e)
 
 static int on_event(void *ctx, const char *type, const cJSON *obj)
 {
-  struct e2e_phases *p = ctx;
+  struct e2e_rec *p = ctx;
   (void)type;
   const char *ph = json_get_str(obj, "status.phase");
   if(ph) {
@@ -461,7 +465,7 @@ static int on_event(void *ctx, const char *type, const cJSON *obj)
 
 static void *recorder(void *arg)
 {
-  struct e2e_phases *p = arg;
+  struct e2e_rec *p = arg;
   static const struct kube_gvr mig = { "pgcopydb.io", "v1", "migrations", true };
   char sel[128];
   snprintf(sel, sizeof(sel), "metadata.name=%s", p->name);
@@ -476,24 +480,40 @@ static void *recorder(void *arg)
   return NULL;
 }
 
-void e2e_phases_start(struct e2e_phases *p, struct e2e *e, const char *name)
+void e2e_phases_start(struct e2e_phases *ph, struct e2e *e, const char *name)
 {
+  struct e2e_rec *p = NULL;
+  for(size_t i = 0; i < sizeof(e->recs) / sizeof(e->recs[0]) && !p; i++)
+    if(!e->recs[i].used)
+      p = &e->recs[i];
+  cr_assert_not_null(p, "more than %zu phase recorders", sizeof(e->recs) / sizeof(e->recs[0]));
   memset(p, 0, sizeof(*p));
   p->e = e;
+  p->used = true;
   snprintf(p->name, sizeof(p->name), "%s", name);
   pthread_mutex_init(&p->mu, NULL);
   cr_assert(!pthread_create(&p->t, NULL, recorder, p));
+  p->running = true;
+  ph->r = p;
 }
 
-void e2e_phases_stop(struct e2e_phases *p)
+static void rec_stop(struct e2e_rec *p)
 {
+  if(!p->running)
+    return;
   p->stop = 1;
   pthread_join(p->t, NULL);
-  pthread_mutex_destroy(&p->mu);
+  p->running = false;
 }
 
-bool e2e_phases_saw(struct e2e_phases *p, const char *phase)
+void e2e_phases_stop(struct e2e_phases *ph)
 {
+  rec_stop(ph->r);
+}
+
+bool e2e_phases_saw(struct e2e_phases *ph, const char *phase)
+{
+  struct e2e_rec *p = ph->r;
   pthread_mutex_lock(&p->mu);
   bool saw = false;
   for(int i = 0; i < p->n && !saw; i++)
@@ -502,8 +522,9 @@ bool e2e_phases_saw(struct e2e_phases *p, const char *phase)
   return saw;
 }
 
-const char *e2e_phases_list(struct e2e_phases *p)
+const char *e2e_phases_list(struct e2e_phases *ph)
 {
+  struct e2e_rec *p = ph->r;
   static __thread char buf[2048];
   buf[0] = '\0';
   pthread_mutex_lock(&p->mu);

@@ -40,11 +40,25 @@ struct e2e_opts {
   bool no_controller;      /* start the controller later (e2e_controller_start) */
 };
 
+/* A phase recorder's state: inside struct e2e (a test's static), so a recorder an assertion
+ * left running is ended by e2e_stop, never writing into a test function's dead stack. */
+struct e2e_rec {
+  struct e2e *e;
+  char name[64];
+  pthread_t t;
+  volatile int stop;
+  pthread_mutex_t mu;
+  char seen[64][24];
+  int n;
+  bool running, used;
+};
+
 struct e2e {
   struct cl c;
   struct kube_client *k;
   struct pgfx src, dst;
   bool pg_started;
+  struct e2e_rec recs[4];
 };
 
 void e2e_start(struct e2e *e, const struct e2e_opts *o);
@@ -97,15 +111,11 @@ void e2e_assert_same(struct e2e *e);
 
 /* Records every phase a Migration goes through, from a watch. */
 struct e2e_phases {
-  struct e2e *e;
-  char name[64];
-  pthread_t t;
-  volatile int stop;
-  pthread_mutex_t mu;
-  char seen[64][24];
-  int n;
+  struct e2e_rec *r;
 };
 void e2e_phases_start(struct e2e_phases *p, struct e2e *e, const char *name);
+/* Ends the recording (idempotent; e2e_stop ends those still running, so an assertion that ends a
+ * test early leaves no thread on a freed client). What was seen stays readable. */
 void e2e_phases_stop(struct e2e_phases *p);
 bool e2e_phases_saw(struct e2e_phases *p, const char *phase);
 /* "Pending Validating Cloning ..." (thread-local buffer). */
