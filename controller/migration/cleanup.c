@@ -88,11 +88,13 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
 {
   if(!m->live || !*m->slot)
     return STEP_PASSED;
+  /* res points into m->obj, which mig_finalizer replaces: decide before */
   const char *res = mig_step_result(m, "cleanup");
-  if(!strcmp(res, "Passed") || !strcmp(res, "Failed")) {
-    if(has_finalizer(m) && (deleting || !strcmp(res, "Passed")) && mig_finalizer(m, false))
+  bool passed = !strcmp(res, "Passed"), failed = !strcmp(res, "Failed");
+  if(passed || failed) {
+    if(has_finalizer(m) && (deleting || passed) && mig_finalizer(m, false))
       mig_requeue(m, 1000);
-    return !strcmp(res, "Passed") ? STEP_PASSED : STEP_FAILED;
+    return passed ? STEP_PASSED : STEP_FAILED;
   }
   struct step_run r = { .step = "cleanup", .max_attempts = m->o->cleanup_attempts,
                         .started_reason = "CleanupStarted",
