@@ -136,6 +136,37 @@ static void remove_tree(const char *dir)
   run(argv, "/dev/null");
 }
 
+/* A sanitizer report in any log of the cluster (its processes and its Pods, once down stopped
+ * them and they wrote their exit reports): the first one, with the file's name (malloc'd), or
+ * NULL. Only builds with sanitizers write these. */
+static char *sanitizer_report(const struct cl *c)
+{
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd),
+           "grep -rl --include='*.log' -e 'ERROR: AddressSanitizer' -e 'ERROR: LeakSanitizer' "
+           "-e 'runtime error: ' '%s' 2>/dev/null | head -1",
+           c->dir);
+  FILE *f = popen(cmd, "r");
+  if(!f)
+    return NULL;
+  char file[512] = "";
+  if(!fgets(file, sizeof(file), f))
+    file[0] = '\0';
+  pclose(f);
+  file[strcspn(file, "\n")] = '\0';
+  if(!file[0])
+    return NULL;
+  char *text = slurp(file);
+  char *at = text ? strstr(text, "Sanitizer") : NULL;
+  if(!at && text)
+    at = strstr(text, "runtime error: ");
+  char *out = NULL;
+  if(asprintf(&out, "%s:\n%.3000s", file, at ? at : "") < 0)
+    out = NULL;
+  free(text);
+  return out;
+}
+
 void cl_stop(struct cl *c)
 {
   for(size_t i = 0; i < sizeof(c->clients) / sizeof(c->clients[0]); i++) {
@@ -148,10 +179,18 @@ void cl_stop(struct cl *c)
   snprintf(down, sizeof(down), "%s/tests/localcluster/down", root_dir());
   char *argv[] = { "/bin/sh", down, "--dir", c->dir, NULL };
   run(argv, cl_path(c, "down.log"));
+  char *report = sanitizer_report(c);
+  char dir[sizeof(c->dir)];
+  snprintf(dir, sizeof(dir), "%s", c->dir);
   const char *keep = getenv("GODWIT_KEEP_CLUSTER");
   if(!keep || !*keep)
     remove_tree(c->dir);
   c->dir[0] = '\0';
+  if(report) {
+    cr_log_error("a process of the local cluster %s reported: %s", dir, report);
+    free(report);
+    cr_assert_fail("a sanitizer report in the local cluster's logs (see above)");
+  }
 }
 
 struct kube_client *cl_client(struct cl *c, const char *user)
