@@ -37,7 +37,7 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-yaml2json $(BUILD)/godwit-apiserver $(BUILD)/godwit-jobrunner \
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
-.PHONY: all deps test test-unit test-integration test-rules test-asan test-clang lint bench \
+.PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
         bench-webhook bench-migration fuzz demo demo-webhook \
         certs manifests check-generated clean fuzz-targets
 all: $(BINS)
@@ -122,7 +122,8 @@ deps:
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
 	$(MAKE) -j$(NPROC) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
-	$(MAKE) test-unit test-integration test-cluster test-rules check-generated lint test-clang
+	$(MAKE) test-unit test-integration test-cluster test-rules test-demo check-generated lint \
+	  test-clang
 
 test-unit: $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
@@ -146,6 +147,13 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  CLUSTER_JOBS=1 test-unit test-integration test-cluster
+
+# The README's main job must keep working: the demo runs and checks itself (same rows on both
+# sides, the refused apply); its output goes to $(BUILD)/demo.log, shown when it fails.
+test-demo: all
+	@tests/demo/migration-demo.sh $(BUILD) >$(BUILD)/demo.log 2>&1 || \
+	  { tail -n 60 $(BUILD)/demo.log; echo "make test-demo: the demo failed (whole log: $(BUILD)/demo.log)"; exit 1; }
+	@echo "the demo ran (its output: $(BUILD)/demo.log)"
 
 # The alerts of manifests/prometheusrule.yaml, with promtool (tests/monitoring).
 test-rules:
