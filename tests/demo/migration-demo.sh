@@ -150,7 +150,20 @@ say "applying a live Migration (clone, then follow the source with logical repli
 cat "$WORK/shop.yaml"
 run kubectl apply -f "$WORK/shop.yaml"
 
-# Rows keep arriving on the source while it is copied and followed.
+say "the phases, as kubectl get -w shows them (an application writes to the source throughout)"
+kubectl get migration shop -w &
+WATCH=$!
+
+# Rows keep arriving on the source while it is copied and followed, from the moment the
+# replication slot exists: pgcopydb 0.10 exports its snapshot before it creates the slot, and a
+# transaction committed in between would be in neither (the verify Job would then refuse the
+# cutover, DrainIncomplete; docs/api/migration.md, "Known limits").
+i=0
+until [ "$(sql "$WORK/src" "$SRC_PORT" postgres -tAc "SELECT count(*) FROM pg_replication_slots")" -ge 1 ]; do
+  i=$((i + 1))
+  [ $i -lt 1200 ] || die "the replication slot never appeared on the source"
+  sleep 0.1
+done
 ( i=0
   while :; do
     i=$((i + 1))
@@ -159,9 +172,6 @@ run kubectl apply -f "$WORK/shop.yaml"
   done ) &
 WRITER=$!
 
-say "the phases, as kubectl get -w shows them (an application keeps writing to the source)"
-kubectl get migration shop -w &
-WATCH=$!
 kubectl wait migration/shop --for=condition=CaughtUp --timeout=240s >/dev/null ||
   die "the Migration did not catch up"
 sleep 1
