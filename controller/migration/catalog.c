@@ -11,21 +11,12 @@
 #include "mig.h"
 #include "strbuf.h"
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
-
 static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  cJSON_AddItemToArray(a, cJSON_CreateString("catalog"));
-  cJSON_AddItemToArray(a, cJSON_CreateString("--dir"));
-  cJSON_AddItemToArray(a, cJSON_CreateString(MIG_WORK_DIR));
-  s->step = "catalog";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  cJSON *a = mig_runner_spec(m, s, "catalog", attempt);
+  mig_arg(a, "--dir");
+  mig_arg(a, MIG_WORK_DIR);
   s->workdir = true;
 }
 

@@ -11,23 +11,14 @@
 #include "log.h"
 #include "mig.h"
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
-
 static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  cJSON_AddItemToArray(a, cJSON_CreateString("cleanup"));
-  cJSON_AddItemToArray(a, cJSON_CreateString("--slot-name"));
-  cJSON_AddItemToArray(a, cJSON_CreateString(m->slot));
-  cJSON_AddItemToArray(a, cJSON_CreateString("--origin"));
-  cJSON_AddItemToArray(a, cJSON_CreateString(m->slot));
-  s->step = "cleanup";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  cJSON *a = mig_runner_spec(m, s, "cleanup", attempt);
+  mig_arg(a, "--slot-name");
+  mig_arg(a, m->slot);
+  mig_arg(a, "--origin");
+  mig_arg(a, m->slot);
   s->source = s->target = true;
 }
 

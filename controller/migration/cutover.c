@@ -11,48 +11,27 @@
 #include "json.h"
 #include "mig.h"
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
-
-static void add(cJSON *a, const char *s)
-{
-  cJSON_AddItemToArray(a, cJSON_CreateString(s));
-}
-
 static void render_cutover(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  add(a, "cutover");
-  add(a, "--dir");
-  add(a, MIG_WORK_DIR);
-  add(a, "--slot-name");
-  add(a, m->slot);
-  s->step = "cutover";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  cJSON *a = mig_runner_spec(m, s, "cutover", attempt);
+  mig_arg(a, "--dir");
+  mig_arg(a, MIG_WORK_DIR);
+  mig_arg(a, "--slot-name");
+  mig_arg(a, m->slot);
   s->source = s->target = s->workdir = true;
 }
 
 static void render_verify(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  add(a, "verify");
-  add(a, "--dir");
-  add(a, MIG_WORK_DIR);
-  add(a, "--end-lsn");
-  add(a, mig_status_str(m, "cutoverLSN") ? mig_status_str(m, "cutoverLSN") : "");
-  add(a, "--origin");
-  add(a, m->slot);
-  s->step = "verify";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  cJSON *a = mig_runner_spec(m, s, "verify", attempt);
+  mig_arg(a, "--dir");
+  mig_arg(a, MIG_WORK_DIR);
+  mig_arg(a, "--end-lsn");
+  mig_arg(a, mig_status_str(m, "cutoverLSN"));
+  mig_arg(a, "--origin");
+  mig_arg(a, m->slot);
   s->source = s->target = s->workdir = true;
 }
 

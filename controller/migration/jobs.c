@@ -563,3 +563,21 @@ gw_rc mig_worker_pods_running(struct mig *m, int *running)
   cJSON_Delete(list);
   return rc;
 }
+
+cJSON *mig_runner_spec(const struct mig *m, struct job_spec *s, const char *step, int attempt)
+{
+  static const char *const runner_command[] = { "godwit-runner", NULL };
+  s->step = step;
+  s->attempt = attempt;
+  s->image = m->o->runner_image;
+  s->container = "runner";
+  s->command = runner_command;
+  s->args = cJSON_CreateArray();
+  mig_arg(s->args, step);
+  return s->args;
+}
+
+void mig_arg(cJSON *args, const char *value)
+{
+  cJSON_AddItemToArray(args, cJSON_CreateString(value ? value : ""));
+}

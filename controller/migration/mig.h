@@ -236,6 +236,12 @@ struct job_spec {
 };
 
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len);
+/* A runner step's Job (godwit-runner STEP in the runner image, container "runner"): fills s
+ * and returns its argument array, which already holds the step; the caller adds the flags and
+ * the credentials and volume it needs. */
+cJSON *mig_runner_spec(const struct mig *m, struct job_spec *s, const char *step, int attempt);
+/* Appends a string argument (NULL as ""). */
+void mig_arg(cJSON *args, const char *value);
 /* The Job object (labels, ownerReference, template digest); NULL when out of memory. */
 cJSON *mig_job_render(const struct mig *m, const struct job_spec *s);
 /* Creates the Job; *created false when it already existed. */

@@ -11,22 +11,12 @@
 #include "json.h"
 #include "mig.h"
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
-
 static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  cJSON_AddItemToArray(a, cJSON_CreateString("reown"));
-  cJSON_AddItemToArray(a, cJSON_CreateString("--owner"));
-  cJSON_AddItemToArray(a,
-                       cJSON_CreateString(json_get_str(m->obj, "spec.clone.ownerAfterRestore")));
-  s->step = "reown";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  cJSON *a = mig_runner_spec(m, s, "reown", attempt);
+  mig_arg(a, "--owner");
+  mig_arg(a, json_get_str(m->obj, "spec.clone.ownerAfterRestore"));
   s->target = true;
 }
 

@@ -12,60 +12,47 @@
 #include "mig.h"
 #include "strbuf.h"
 
-static void add(cJSON *a, const char *s)
-{
-  cJSON_AddItemToArray(a, cJSON_CreateString(s));
-}
-
 static void add_list(cJSON *a, const char *flag, const cJSON *list)
 {
   const cJSON *it;
   cJSON_ArrayForEach(it, list)
   {
     if(cJSON_IsString(it)) {
-      add(a, flag);
-      add(a, it->valuestring);
+      mig_arg(a, flag);
+      mig_arg(a, it->valuestring);
     }
   }
 }
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
 static const char *const version_command[] = { "pgcopydb", "version", "--json", NULL };
 
 static void render_preflight(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
   const cJSON *spec = json_get(m->obj, "spec");
-  cJSON *a = cJSON_CreateArray();
-  add(a, "preflight");
+  cJSON *a = mig_runner_spec(m, s, "preflight", attempt);
   if(m->live)
-    add(a, "--follow");
+    mig_arg(a, "--follow");
   add_list(a, "--extension", json_get(spec, "clone.extensions"));
   const char *owner = json_get_str(spec, "clone.ownerAfterRestore");
   if(owner && *owner) {
-    add(a, "--owner-after-restore");
-    add(a, owner);
+    mig_arg(a, "--owner-after-restore");
+    mig_arg(a, owner);
   }
   add_list(a, "--include-schema", json_get(spec, "clone.filters.includeOnlySchemas"));
   add_list(a, "--exclude-schema", json_get(spec, "clone.filters.excludeSchemas"));
   add_list(a, "--include-table", json_get(spec, "clone.filters.includeOnlyTables"));
   add_list(a, "--exclude-table", json_get(spec, "clone.filters.excludeTables"));
   if(m->dry_run)
-    add(a, "--dry-run");
+    mig_arg(a, "--dry-run");
   if(m->live && *m->slot) {
-    add(a, "--slot-name");
-    add(a, m->slot);
+    mig_arg(a, "--slot-name");
+    mig_arg(a, m->slot);
   }
   if(m->version.known) {
-    add(a, "--pgcopydb-version");
-    add(a, m->version.text);
+    mig_arg(a, "--pgcopydb-version");
+    mig_arg(a, m->version.text);
   }
-  s->step = "preflight";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
   s->source = s->target = true;
   s->superuser = json_get_str(spec, "superuserSecretRef.name") != NULL;
 }

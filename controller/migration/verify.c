@@ -10,8 +10,6 @@
 #include "json.h"
 #include "mig.h"
 
-static const char *const runner_command[] = { "godwit-runner", NULL };
-
 static bool wants(const struct mig *m, const char *check)
 {
   const cJSON *it;
@@ -24,22 +22,15 @@ static bool wants(const struct mig *m, const char *check)
 static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
-  cJSON *a = cJSON_CreateArray();
-  cJSON_AddItemToArray(a, cJSON_CreateString("compare"));
+  cJSON *a = mig_runner_spec(m, s, "compare", attempt);
   if(wants(m, "schema"))
-    cJSON_AddItemToArray(a, cJSON_CreateString("--schema"));
+    mig_arg(a, "--schema");
   if(wants(m, "data"))
-    cJSON_AddItemToArray(a, cJSON_CreateString("--data"));
+    mig_arg(a, "--data");
   /* what the copy covered (the work dir's lists): tables the filters left out are no
    * difference */
-  cJSON_AddItemToArray(a, cJSON_CreateString("--dir"));
-  cJSON_AddItemToArray(a, cJSON_CreateString(MIG_WORK_DIR));
-  s->step = "compare";
-  s->attempt = attempt;
-  s->image = m->o->runner_image;
-  s->container = "runner";
-  s->command = runner_command;
-  s->args = a;
+  mig_arg(a, "--dir");
+  mig_arg(a, MIG_WORK_DIR);
   s->source = s->target = s->workdir = true;
 }
 

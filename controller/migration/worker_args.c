@@ -32,17 +32,12 @@ bool mig_version_at_least(const struct pgc_version *v, int major, int minor)
   return v->known && (v->major > major || (v->major == major && v->minor >= minor));
 }
 
-static void add(cJSON *a, const char *s)
-{
-  cJSON_AddItemToArray(a, cJSON_CreateString(s));
-}
-
 static void addn(cJSON *a, const char *flag, long long n)
 {
   char buf[32];
   snprintf(buf, sizeof(buf), "%lld", n);
-  add(a, flag);
-  add(a, buf);
+  mig_arg(a, flag);
+  mig_arg(a, buf);
 }
 
 static long long spec_int(const cJSON *spec, const char *path, long long dflt)
@@ -63,49 +58,49 @@ cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attem
   cJSON *a = cJSON_CreateArray();
   if(!a)
     return NULL;
-  add(a, "clone");
+  mig_arg(a, "clone");
   if(live) {
-    add(a, "--follow");
+    mig_arg(a, "--follow");
     if(slot && *slot) {
-      add(a, "--slot-name");
-      add(a, slot);
-      add(a, "--origin");
-      add(a, slot);
+      mig_arg(a, "--slot-name");
+      mig_arg(a, slot);
+      mig_arg(a, "--origin");
+      mig_arg(a, slot);
     }
     /* 0.10 has wal2json only (and no --plugin); later versions default to another plugin,
      * while the preflight checked wal2json */
     if(mig_version_at_least(v, 0, 12)) {
-      add(a, "--plugin");
-      add(a, "wal2json");
+      mig_arg(a, "--plugin");
+      mig_arg(a, "wal2json");
     }
   }
-  add(a, "--dir");
-  add(a, MIG_WORK_DIR);
+  mig_arg(a, "--dir");
+  mig_arg(a, MIG_WORK_DIR);
   addn(a, "--table-jobs", spec_int(spec, "clone.tableJobs", 4));
   addn(a, "--index-jobs", spec_int(spec, "clone.indexJobs", 4));
   /* the objects belong to the migration role (ownerAfterRestore hands them over), and the
    * source's ACLs name roles the target usually lacks */
-  add(a, "--no-owner");
-  add(a, "--no-acl");
+  mig_arg(a, "--no-owner");
+  mig_arg(a, "--no-acl");
   if(!has_items(spec, "clone.extensions"))
-    add(a, "--skip-extensions");
+    mig_arg(a, "--skip-extensions");
   if(cJSON_IsTrue(json_get(spec, "clone.skipLargeObjects")))
-    add(a, "--skip-large-objects");
+    mig_arg(a, "--skip-large-objects");
   if(cJSON_IsTrue(json_get(spec, "clone.skipVacuum")) && mig_version_at_least(v, 0, 12))
-    add(a, "--skip-vacuum");
+    mig_arg(a, "--skip-vacuum");
   char *ini = mig_filters_ini_run(spec, v, live, restart || attempt > 1);
   if(ini && *ini) {
-    add(a, "--filters");
-    add(a, MIG_FILTERS_FILE);
+    mig_arg(a, "--filters");
+    mig_arg(a, MIG_FILTERS_FILE);
   }
   free(ini);
   if(restart) {
-    add(a, "--restart");
-    add(a, "--drop-if-exists");
+    mig_arg(a, "--restart");
+    mig_arg(a, "--drop-if-exists");
   } else if(attempt > 1) {
     /* the snapshot died with the attempt that exported it */
-    add(a, "--resume");
-    add(a, "--not-consistent");
+    mig_arg(a, "--resume");
+    mig_arg(a, "--not-consistent");
   }
   return a;
 }
