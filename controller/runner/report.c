@@ -19,6 +19,7 @@
 #include "log.h"
 #include "preflight.h"
 #include "strbuf.h"
+#include "termination.h"
 
 #define MIN_SECRET 4 /* shorter passwords would redact ordinary words; none is printed anyway */
 
@@ -244,18 +245,5 @@ void pf_report_write(const struct pf_ctx *c, const struct pf_final *f)
 {
   char buf[PF_REPORT_MAX];
   pf_report_render(c, f, buf, sizeof(buf));
-  const char *path = c->o->report ? c->o->report : "/dev/termination-log";
-  if(!strcmp(path, "-")) {
-    fprintf(stdout, "%s\n", buf);
-    fflush(stdout);
-    return;
-  }
-  FILE *out = fopen(path, "w");
-  bool ok = out != NULL;
-  if(out) {
-    ok = fputs(buf, out) >= 0;
-    ok = fclose(out) == 0 && ok;
-  }
-  if(!ok)
-    log_kv(LOG_WARN, "cannot write the preflight report", "path", path, LOG_END);
+  runner_report_write(c->o->report, buf);
 }

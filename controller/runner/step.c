@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "termination.h"
 
 #define MIN_SECRET 4 /* shorter passwords would redact ordinary words; none is printed anyway */
 
@@ -340,24 +341,6 @@ static gw_rc render(const struct st_ctx *c, struct strbuf *sb, st_render_fn fn, 
   return rc;
 }
 
-static void write_report(const struct st_ctx *c, const char *buf)
-{
-  const char *path = c->o.report ? c->o.report : "/dev/termination-log";
-  if(!strcmp(path, "-")) {
-    fprintf(stdout, "%s\n", buf);
-    fflush(stdout);
-    return;
-  }
-  FILE *out = fopen(path, "w");
-  bool ok = out != NULL;
-  if(out) {
-    ok = fputs(buf, out) >= 0;
-    ok = fclose(out) == 0 && ok;
-  }
-  if(!ok)
-    log_kv(LOG_WARN, "cannot write the report", "path", path, LOG_END);
-}
-
 int st_finish(struct st_ctx *c, st_render_fn fn, void *arg)
 {
   st_print(c, "RESULT %s: %s", result_name(c->result), c->summary);
@@ -373,7 +356,7 @@ int st_finish(struct st_ctx *c, st_render_fn fn, void *arg)
   if(!buf[0])
     snprintf(buf, sizeof(buf), "{\"kind\":\"%s\",\"version\":1,\"result\":\"%s\",\"truncated\":true}",
              c->kind, result_name(c->result));
-  write_report(c, buf);
+  runner_report_write(c->o.report, buf);
   return c->result == ST_PASSED ? ST_EXIT_PASSED
                                 : (c->result == ST_TRANSIENT ? ST_EXIT_TRANSIENT : ST_EXIT_FAILED);
 }
