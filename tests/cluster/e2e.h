@@ -72,6 +72,21 @@ void e2e_secret(struct e2e *e, const char *name, const char *uri);
  * object. */
 void e2e_load(struct e2e *e, long orders);
 
+/* The head of a Migration of the fixture, to append spec fields to (two spaces in): its name is
+ * the first printf argument; source Secret "src", target "dst", a 1Gi work dir. */
+#define E2E_MIGRATION_HEAD                                                                     \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata:\n"                                                                               \
+  "  name: %s\n"                                                                              \
+  "spec:\n"                                                                                   \
+  "  source:\n"                                                                               \
+  "    connectionSecretRef: {name: src}\n"                                                    \
+  "  target:\n"                                                                               \
+  "    connectionSecretRef: {name: dst}\n"                                                    \
+  "  worker:\n"                                                                               \
+  "    workDir: {size: 1Gi}\n"
+
 /* kubectl apply -f of a YAML document (printf-style); asserts success. */
 void e2e_apply(struct e2e *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* kubectl with admin's context; returns the exit code, output in *out (may be NULL). */

@@ -25,20 +25,9 @@ static void stop(void)
 
 TestSuite(migration_auto, .fini = stop, .timeout = 240);
 
-#define HEAD_YAML                                                                             \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"                                                                \
-  "  clone:\n"                                                                                \
-  "    tableJobs: 2\n"                                                                        \
+#define HEAD_YAML E2E_MIGRATION_HEAD \
+  "  clone:\n" \
+  "    tableJobs: 2\n" \
   "    indexJobs: 2\n"
 
 /* The replication slot the controller chose for the Migration (status.slotName). */

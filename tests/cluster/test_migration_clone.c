@@ -25,21 +25,10 @@ static void stop(void)
 
 TestSuite(migration_clone, .fini = stop, .timeout = 420);
 
-#define CLONE_YAML                                                                            \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  clone:\n"                                                                                \
-  "    tableJobs: 2\n"                                                                        \
-  "    indexJobs: 2\n"                                                                        \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"
+#define CLONE_YAML E2E_MIGRATION_HEAD \
+  "  clone:\n" \
+  "    tableJobs: 2\n" \
+  "    indexJobs: 2\n"
 
 static size_t sink(char *p, size_t size, size_t n, void *ud)
 {

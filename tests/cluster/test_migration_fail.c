@@ -97,20 +97,9 @@ Test(migration_fail, a_missing_secret_keeps_validating_with_the_kubelet_reason)
   free(d);
 }
 
-#define REMEDIATE_YAML                                                                        \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  superuserSecretRef: {name: super}\n"                                                     \
-  "  dryRun: %s\n"                                                                            \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"
+#define REMEDIATE_YAML E2E_MIGRATION_HEAD \
+  "  superuserSecretRef: {name: super}\n" \
+  "  dryRun: %s\n"
 
 Test(migration_fail, a_target_role_without_create_is_remediated_and_a_dry_run_applies_nothing)
 {

@@ -29,25 +29,14 @@ TestSuite(migration_live, .fini = stop, .timeout = 300);
 
 #define ORDERS 20000L
 
-#define LIVE_YAML                                                                             \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  follow:\n"                                                                               \
-  "    maxCatchupLag: 8Mi\n"                                                                  \
-  "  cutover:\n"                                                                              \
-  "    mode: Manual\n"                                                                        \
-  "  clone:\n"                                                                                \
-  "    tableJobs: 2\n"                                                                        \
-  "    indexJobs: 2\n"                                                                        \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"
+#define LIVE_YAML E2E_MIGRATION_HEAD \
+  "  follow:\n" \
+  "    maxCatchupLag: 8Mi\n" \
+  "  cutover:\n" \
+  "    mode: Manual\n" \
+  "  clone:\n" \
+  "    tableJobs: 2\n" \
+  "    indexJobs: 2\n"
 
 /* ---- the application: writes on the source while the migration follows ---- */
 

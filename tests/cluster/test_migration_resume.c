@@ -30,22 +30,11 @@ static void stop(void)
 
 TestSuite(migration_resume, .fini = stop, .timeout = 300);
 
-#define CLONE_YAML                                                                            \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  backoffLimit: %d\n"                                                                      \
-  "  clone:\n"                                                                                \
-  "    tableJobs: 2\n"                                                                        \
-  "    indexJobs: 2\n"                                                                        \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"
+#define CLONE_YAML E2E_MIGRATION_HEAD \
+  "  backoffLimit: %d\n" \
+  "  clone:\n" \
+  "    tableJobs: 2\n" \
+  "    indexJobs: 2\n"
 
 /* Waits until the probe has seen this attempt's COPY workers while the phase is Cloning. */
 static bool wait_copying(const char *name, int timeout_ms)
@@ -311,26 +300,15 @@ Test(migration_resume, a_clone_suspended_mid_copy_resumes_without_spending_the_b
 
 /* ---- a live migration suspended while it follows ---- */
 
-#define LIVE_YAML                                                                             \
-  "apiVersion: pgcopydb.io/v1\n"                                                              \
-  "kind: Migration\n"                                                                         \
-  "metadata:\n"                                                                               \
-  "  name: %s\n"                                                                              \
-  "spec:\n"                                                                                   \
-  "  source:\n"                                                                               \
-  "    connectionSecretRef: {name: src}\n"                                                    \
-  "  target:\n"                                                                               \
-  "    connectionSecretRef: {name: dst}\n"                                                    \
-  "  backoffLimit: %d\n"                                                                      \
-  "  follow:\n"                                                                               \
-  "    maxCatchupLag: 8Mi\n"                                                                  \
-  "  cutover:\n"                                                                              \
-  "    mode: Manual\n"                                                                        \
-  "  clone:\n"                                                                                \
-  "    tableJobs: 2\n"                                                                        \
-  "    indexJobs: 2\n"                                                                        \
-  "  worker:\n"                                                                               \
-  "    workDir: {size: 1Gi}\n"
+#define LIVE_YAML E2E_MIGRATION_HEAD \
+  "  backoffLimit: %d\n" \
+  "  follow:\n" \
+  "    maxCatchupLag: 8Mi\n" \
+  "  cutover:\n" \
+  "    mode: Manual\n" \
+  "  clone:\n" \
+  "    tableJobs: 2\n" \
+  "    indexJobs: 2\n"
 
 /* The application: audit lines on the source while writes are on. No WAL switches of its own:
  * pgcopydb 0.10 splits a transaction that spans a segment switch across two change files and
