@@ -66,12 +66,14 @@ gw_rc mig_finalizer(struct mig *m, bool want)
   kube_status_release(&st);
   cJSON_Delete(obj);
   if(!rc && stored) {
-    /* decide on from what is stored now (its resourceVersion guards the status write) */
-    cJSON_Delete(m->obj);
-    m->obj = stored;
-  } else {
-    cJSON_Delete(stored);
+    /* decide on from what is stored now (its resourceVersion guards the status write): only
+     * the metadata changed, and only it is replaced, so what callers read from the object's
+     * spec and status stays valid */
+    cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(stored, "metadata");
+    if(meta && !cJSON_ReplaceItemInObjectCaseSensitive(m->obj, "metadata", meta))
+      cJSON_Delete(meta);
   }
+  cJSON_Delete(stored);
   return rc;
 }
 
@@ -79,7 +81,6 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
 {
   if(!m->live || !*m->slot)
     return STEP_PASSED;
-  /* res points into m->obj, which mig_finalizer replaces: decide before */
   const char *res = mig_step_result(m, "cleanup");
   bool passed = !strcmp(res, "Passed"), failed = !strcmp(res, "Failed");
   if(passed || failed) {

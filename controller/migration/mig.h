@@ -371,6 +371,8 @@ void mig_finish(struct mig *m);
 gw_rc mig_deletion(struct mig *m);
 /* The cleanup Job at the end of a live migration: STEP_WAIT, or done either way. */
 enum step_outcome mig_cleanup(struct mig *m, bool deleting);
+/* Adds or removes the finalizer pgcopydb.io/cleanup; on success m->obj's metadata is the stored
+ * one (replaced in place: pointers into its spec and status stay valid). */
 gw_rc mig_finalizer(struct mig *m, bool add) GW_MUST_CHECK;
 gw_rc mig_suspend(struct mig *m);
 gw_rc mig_resume(struct mig *m);
