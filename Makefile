@@ -105,7 +105,7 @@ $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 
 # Debian 12 packages; `make deps` installs the missing ones (as root, or through sudo).
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
-            libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang \
+            libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang sqlite3 libsqlite3-0 \
             libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
