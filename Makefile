@@ -103,18 +103,19 @@ $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
 
-# Debian 12 packages; `make deps` installs the missing ones (as root, or through sudo).
+# Debian 12 packages; `make deps` installs the missing ones and brings the installed ones to
+# the current version (security updates: PostgreSQL 15.20 behaves unlike 15.18, and the tests
+# prove both; tests/pg/pg-without-plugin-setting.sh brings the older), as root or through sudo.
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
             libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang sqlite3 libsqlite3-0 \
             libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing$$missing"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq || echo "make deps: apt-get update failed; going on with the package lists at hand"; \
+	todo=$$(apt-get -s install $(DEB_PKGS) 2>/dev/null | awk '/^Inst /{print $$2}' | tr '\n' ' '); \
+	if [ -n "$$todo" ]; then \
+	  echo "make deps: installing or upgrading $$todo"; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS) >/dev/null || exit 1; \
 	fi
 	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
 
@@ -154,6 +155,7 @@ test-demo: all
 	@tests/demo/migration-demo.sh $(BUILD) >$(BUILD)/demo.log 2>&1 || \
 	  { tail -n 60 $(BUILD)/demo.log; echo "make test-demo: the demo failed (whole log: $(BUILD)/demo.log)"; exit 1; }
 	@echo "the demo ran (its output: $(BUILD)/demo.log)"
+	@tests/demo/demo-fails-fast.sh $(BUILD)
 
 # The alerts of manifests/prometheusrule.yaml, with promtool (tests/monitoring).
 test-rules:

@@ -326,9 +326,11 @@ bool mig_validate(struct mig *m, char *msg, size_t len);
 
 void mig_version_parse(const char *s, struct pgc_version *v);
 bool mig_version_at_least(const struct pgc_version *v, int major, int minor);
-/* The pgcopydb arguments of attempt n (array of strings). restart: start over. */
+/* The pgcopydb arguments of attempt n (array of strings). restart: start over. plugin: the
+ * output plugin the preflight chose (status.outputPlugin); NULL or "" for a Migration validated
+ * before the preflight chose one, whose slot was made with wal2json. */
 cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attempt, bool restart,
-                       const char *slot);
+                       const char *slot, const char *plugin);
 /* The filters file content (malloc'd; "" when there is nothing to filter). */
 char *mig_filters_ini(const cJSON *spec, const struct pgc_version *v, bool live);
 /* The same for a run on a used work dir (used: --resume or --restart), which may need more. */
@@ -357,6 +359,9 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt) GW_MUST_CHECK;
 /* ---- the steps ---- */
 
 gw_rc mig_step_validating(struct mig *m);
+/* Validated=True SpecValid, with the preflight's summary and the plugin the worker decodes with
+ * (NULL for a clone, or a Migration validated before the preflight chose one). */
+void mig_spec_valid(struct mig *m, const char *summary, const char *plugin);
 void mig_probe(struct mig *m, const struct job_view *worker);
 /* Catch-up counting: the next count after a sample, and the condition it gives. */
 int mig_catchup_next(int count, bool have_sample, int64_t lag, int64_t max);

@@ -142,6 +142,14 @@ static int list_len(const cJSON *report, const char *path)
   return n;
 }
 
+void mig_spec_valid(struct mig *m, const char *summary, const char *plugin)
+{
+  mig_cond(m, C_VALIDATED, COND_TRUE, "SpecValid",
+           "the spec renders into worker Jobs and the preflight passed: %s%s%s",
+           summary ? summary : "every check passed",
+           plugin && *plugin ? "; changes are decoded with " : "", plugin ? plugin : "");
+}
+
 static void passed(struct mig *m, const struct step_run *r)
 {
   const cJSON *rep = r->v.report;
@@ -154,9 +162,11 @@ static void passed(struct mig *m, const struct step_run *r)
   mig_set_int(m, "preflight.remediated",
               list_len(rep, m->dry_run ? "wouldRemediate" : "remediated"));
   mig_step_set(m, "preflight", r->attempt, "Passed", summary ? summary : "passed");
-  mig_cond(m, C_VALIDATED, COND_TRUE, "SpecValid",
-           "the spec renders into worker Jobs and the preflight passed: %s",
-           summary ? summary : "every check passed");
+  /* the plugin the preflight tried for real; the worker decodes with it */
+  const char *plugin = m->live ? json_get_str(rep, "outputPlugin") : NULL;
+  if(plugin && *plugin)
+    mig_set_str(m, "outputPlugin", plugin);
+  mig_spec_valid(m, summary, plugin);
   if(m->dry_run)
     tier_events(m, rep, "wouldRemediate", "PreflightWouldRemediate", "would grant");
   else

@@ -185,10 +185,8 @@ static gw_rc step(struct mig *m)
   }
   if(m->phase > MP_VALIDATING) {
     /* refreshed on every reconcile of an active Migration (observedGeneration follows) */
-    const char *summary = json_get_str(m->obj, "status.steps.preflight.message");
-    mig_cond(m, C_VALIDATED, COND_TRUE, "SpecValid",
-             "the spec renders into worker Jobs and the preflight passed: %s",
-             summary ? summary : "every check passed");
+    mig_spec_valid(m, json_get_str(m->obj, "status.steps.preflight.message"),
+                   json_get_str(m->obj, "status.outputPlugin"));
   }
   switch(m->phase) {
   case MP_PENDING:

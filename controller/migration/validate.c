@@ -54,7 +54,8 @@ bool mig_validate(struct mig *m, char *msg, size_t len)
   s.attempt = 1;
   s.image = mig_image(m);
   s.command = cmd;
-  s.args = mig_worker_args(json_get(m->obj, "spec"), &m->version, 1, false, m->slot);
+  s.args = mig_worker_args(json_get(m->obj, "spec"), &m->version, 1, false, m->slot,
+                           json_get_str(m->obj, "status.outputPlugin"));
   s.source = s.target = s.worker = s.workdir = true;
   cJSON *job = s.args ? mig_job_render(m, &s) : NULL;
   if(!job) { /* the rendering took the arguments */

@@ -75,7 +75,8 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   s.image = mig_image(m);
   s.container = "worker";
   s.command = worker_command;
-  s.args = mig_worker_args(spec, &m->version, rerun ? 2 : attempt, restart, m->slot);
+  s.args = mig_worker_args(spec, &m->version, rerun ? 2 : attempt, restart, m->slot,
+                           json_get_str(m->obj, "status.outputPlugin"));
   s.source = s.target = s.worker = s.workdir = true;
   s.resources = json_get(spec, "worker.resources");
   size_t e = 0;

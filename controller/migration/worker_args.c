@@ -7,6 +7,7 @@
 
 #include "json.h"
 #include "mig.h"
+#include "pgcopydb.h"
 #include "strbuf.h"
 
 void mig_version_parse(const char *s, struct pgc_version *v)
@@ -52,7 +53,7 @@ static bool has_items(const cJSON *spec, const char *path)
 }
 
 cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attempt, bool restart,
-                       const char *slot)
+                       const char *slot, const char *plugin)
 {
   bool live = cJSON_IsObject(json_get(spec, "follow"));
   cJSON *a = cJSON_CreateArray();
@@ -67,11 +68,12 @@ cJSON *mig_worker_args(const cJSON *spec, const struct pgc_version *v, int attem
       mig_arg(a, "--origin");
       mig_arg(a, slot);
     }
-    /* 0.10 has wal2json only (and no --plugin); later versions default to another plugin,
-     * while the preflight checked wal2json */
-    if(mig_version_at_least(v, 0, 12)) {
+    /* the plugin the preflight tried; 0.10 has wal2json only (and no --plugin), later
+     * versions default to another plugin than the preflight may have chosen */
+    const struct pgcopydb_version pv = { v->known, v->major, v->minor };
+    if(pgcopydb_plugin_flag(&pv)) {
       mig_arg(a, "--plugin");
-      mig_arg(a, "wal2json");
+      mig_arg(a, plugin && *plugin ? plugin : "wal2json");
     }
   }
   mig_arg(a, "--dir");

@@ -1,8 +1,10 @@
 /*
  * checks_follow.c: what a live migration (clone --follow) needs.
  *
- * On the source: wal_level = logical, a free slot and WAL sender, REPLICATION, the output plugin,
- * pgcopydb's sentinel schema (0.10 to 0.17 keep it in the source database, so they need CREATE
+ * On the source: wal_level = logical, a free slot and WAL sender, REPLICATION, the output plugin
+ * (chosen here: the first of the pgcopydb version's plugins that the server's
+ * output_plugin_libraries allows and that is installed, see shared/pgcopydb.h), pgcopydb's
+ * sentinel schema (0.10 to 0.17 keep it in the source database, so they need CREATE
  * there), and tables whose changes can be replayed (a usable replica identity, logged).
  * On the target, where pgcopydb's apply runs (observed with 0.10: docs/dev/pgcopydb-observed.md):
  * EXECUTE on the pg_replication_origin_* functions, and the right to SET
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pgcopydb.h"
 #include "preflight.h"
 
 static bool passed(const struct pf_ctx *c, const char *id)
@@ -104,22 +107,18 @@ void pf_chk_replication_role(struct pf_ctx *c, struct pf_out *r)
   free(q);
 }
 
-/* Creates and drops a temporary logical slot with the plugin: proves the plugin is installed and
- * that a slot can be made. A slot waits for running transactions to finish; a source busy with
- * a long one makes this wait, bounded by a statement timeout. */
-void pf_chk_output_plugin(struct pf_ctx *c, struct pf_out *r)
+/* Creates and drops a temporary logical slot with plugin: proves that the plugin is installed,
+ * that the server allows it, and that a slot can be made. A slot waits for running transactions
+ * to finish; a source busy with a long one makes this wait, bounded by a statement timeout.
+ * 0, or -1 with e filled. */
+static int try_slot(struct pf_ctx *c, const char *plugin, struct pgc_err *e)
 {
-  if(!passed(c, "source.walLevel") || !passed(c, "source.replicationSlots") ||
-     !passed(c, "source.replicationRole")) {
-    pf_skip(r, "not tried: needs wal_level = logical, a free slot and REPLICATION first");
-    return;
-  }
   char name[64];
   snprintf(name, sizeof(name), "godwit_preflight_%ld", (long)getpid());
-  const char *params[] = { name, c->o->plugin };
-  struct pgc_err e, ignored;
+  const char *params[] = { name, plugin };
+  struct pgc_err ignored;
   (void)pgc_exec(c->src_c, &ignored, "SET statement_timeout = '20s'");
-  PGresult *res = pgc_query(c->src_c, &e,
+  PGresult *res = pgc_query(c->src_c, e,
                             "SELECT lsn FROM pg_create_logical_replication_slot($1, $2, true)", 2,
                             params);
   if(res) {
@@ -127,20 +126,158 @@ void pf_chk_output_plugin(struct pf_ctx *c, struct pf_out *r)
     PQclear(pgc_query(c->src_c, &ignored, "SELECT pg_drop_replication_slot($1)", 1, params));
   }
   (void)pgc_exec(c->src_c, &ignored, "RESET statement_timeout");
-  if(res) {
-    pf_pass(r, "a temporary logical slot with plugin %s was created and dropped on the source",
-            c->o->plugin);
-  } else if(!strcmp(e.sqlstate, "58P01")) {
-    pf_fail(r, "the output plugin %s is not installed on the source server: %s", c->o->plugin,
-            e.msg);
-    pf_block(r, "install %s on the source server (Debian: postgresql-15-wal2json; managed "
-                "services: enable the plugin)", c->o->plugin);
-  } else if(!strcmp(e.sqlstate, "57014")) {
-    pf_warn(r, "creating a logical slot waited 20 s for transactions running on the source: "
-               "pgcopydb will wait for them too (see pg_stat_activity for long transactions)");
-  } else {
-    pf_query_failed(r, &e, "create a temporary logical slot on the source");
+  return res ? 0 : -1;
+}
+
+/* The source's output_plugin_libraries. The setting is readable by superusers and
+ * pg_read_all_settings only; a migration role that may not read it learns only that it exists,
+ * and the superuser's session reads it when there is one. */
+struct allowed_list {
+  bool has;   /* the server has the setting (not 15.18 and older point releases) */
+  bool known; /* value holds it */
+  char value[400];
+};
+
+/* 0 with *isnull, or -1 with e filled. */
+static int setting_of(PGconn *conn, struct pgc_err *e, char *out, size_t len, bool *isnull)
+{
+  PGresult *res = pgc_query(conn, e, "SELECT current_setting('output_plugin_libraries', true)",
+                            0, NULL);
+  if(!res)
+    return -1;
+  *isnull = PQgetisnull(res, 0, 0); /* missing_ok: NULL where the setting does not exist */
+  snprintf(out, len, "%s", *isnull ? "" : PQgetvalue(res, 0, 0));
+  PQclear(res);
+  return 0;
+}
+
+static int read_allowed(struct pf_ctx *c, struct pgc_err *e, struct allowed_list *l)
+{
+  memset(l, 0, sizeof(*l));
+  bool isnull = false;
+  if(!setting_of(c->src_c, e, l->value, sizeof(l->value), &isnull)) {
+    l->has = l->known = !isnull;
+    return 0;
   }
+  if(strcmp(e->sqlstate, "42501"))
+    return -1;
+  l->has = true; /* it exists, and role may not read it */
+  struct pgc_err ignored;
+  l->known = c->su_src_c &&
+             !setting_of(c->su_src_c, &ignored, l->value, sizeof(l->value), &isnull) && !isnull;
+  return 0;
+}
+
+/* The list a statement starts from when the migration role may not read the setting and no
+ * superuser session could: the server's default. */
+#define DEFAULT_PLUGIN_LIBRARIES "pgoutput, test_decoding"
+
+/* The plugin refused by output_plugin_libraries: the server's own words, the current value, and
+ * the statements that allow it (applied through spec.superuserSecretRef, like a grant). */
+static void not_allowed(struct pf_ctx *c, struct pf_out *r, const char *plugin,
+                        const char *const *cand, size_t ncand, const struct allowed_list *l,
+                        const struct pgc_err *e)
+{
+  char tried[128] = "", hint[300] = "", value[480];
+  for(size_t i = 0; i < ncand; i++)
+    pf_appendf(tried, sizeof(tried), "%s%s", i ? ", " : "", cand[i]);
+  if(e->hint[0])
+    snprintf(hint, sizeof(hint), " (HINT: %s)", e->hint);
+  if(l->known)
+    snprintf(value, sizeof(value), "its output_plugin_libraries is '%s'", l->value);
+  else
+    snprintf(value, sizeof(value), "role \"%s\" may not read its output_plugin_libraries "
+                                   "(superusers and pg_read_all_settings may; the statement "
+                                   "below keeps the default list '%s', compare it with SHOW "
+                                   "output_plugin_libraries)", c->src_role,
+             DEFAULT_PLUGIN_LIBRARIES);
+  pf_fail(r, "the source server refuses %s as an output plugin: %s%s; %s, and pgcopydb %s "
+             "decodes with %s%s%s",
+          plugin, e->msg, hint, value, c->pgcopydb.known ? c->pgcopydb.text : "(version unknown)",
+          ncand > 1 ? "none of the plugins the server allows and has installed (tried " : "",
+          ncand > 1 ? tried : plugin, ncand > 1 ? ")" : " only");
+  char list[512];
+  if(pg_plugin_list_add(l->known ? l->value : DEFAULT_PLUGIN_LIBRARIES, plugin, list,
+                        sizeof(list))) {
+    pf_block(r, "as a superuser on the source, add %s to output_plugin_libraries (ALTER SYSTEM "
+                "SET, one quoted name per library) and reload the configuration", plugin);
+    return;
+  }
+  pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "ALTER SYSTEM SET output_plugin_libraries = %s", list);
+  pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "%s", PF_RELOAD_SQL);
+}
+
+/* Whether e is the server refusing the plugin because output_plugin_libraries lacks it. */
+static bool refused_by_list(const struct pgc_err *e, const struct allowed_list *l,
+                            const char *plugin)
+{
+  return !strcmp(e->sqlstate, "42501") && l->has &&
+         (l->known ? !pg_plugin_allowed(l->value, plugin)
+                   : strstr(e->msg, "may not be used as an output plugin") != NULL);
+}
+
+/* Chooses the plugin the worker decodes with: the first of pgcopydb's plugins (or the one
+ * --output-plugin names) that the source server allows and has installed (pgcopydb.h). */
+void pf_chk_output_plugin(struct pf_ctx *c, struct pf_out *r)
+{
+  if(!passed(c, "source.walLevel") || !passed(c, "source.replicationSlots") ||
+     !passed(c, "source.replicationRole")) {
+    pf_skip(r, "not tried: needs wal_level = logical, a free slot and REPLICATION first");
+    return;
+  }
+  const struct pgcopydb_version v = { c->pgcopydb.known, c->pgcopydb.major, c->pgcopydb.minor };
+  const char *cand[PGCOPYDB_MAX_PLUGINS];
+  size_t n = pgcopydb_plugins(&v, cand);
+  if(c->o->plugin && *c->o->plugin) {
+    cand[0] = c->o->plugin;
+    n = 1;
+  }
+  struct allowed_list l;
+  struct pgc_err e, refused = { 0 }, missing = { 0 };
+  const char *refused_p = NULL, *missing_p = NULL;
+  if(read_allowed(c, &e, &l)) {
+    pf_query_failed(r, &e, "read output_plugin_libraries on the source");
+    return;
+  }
+  for(size_t i = 0; i < n; i++) {
+    if(!try_slot(c, cand[i], &e)) {
+      snprintf(c->plugin, sizeof(c->plugin), "%s", cand[i]);
+      pf_pass(r, "the worker decodes with %s: a temporary logical slot with it was created and "
+                 "dropped on the source%s%s%s", cand[i], l.known ? " (output_plugin_libraries '" : "",
+              l.known ? l.value : "", l.known ? "')" : "");
+      return;
+    }
+    if(!strcmp(e.sqlstate, "57014")) {
+      snprintf(c->plugin, sizeof(c->plugin), "%s", cand[i]);
+      pf_warn(r, "creating a logical slot with %s waited 20 s for transactions running on the "
+                 "source: pgcopydb will wait for them too (see pg_stat_activity for long "
+                 "transactions)", cand[i]);
+      return;
+    }
+    if(refused_by_list(&e, &l, cand[i])) {
+      if(!refused_p) {
+        refused = e;
+        refused_p = cand[i];
+      }
+    } else if(!strcmp(e.sqlstate, "58P01")) {
+      if(!missing_p) {
+        missing = e;
+        missing_p = cand[i];
+      }
+    } else {
+      pf_query_failed(r, &e, "create a temporary logical slot on the source");
+      return;
+    }
+  }
+  if(refused_p) {
+    not_allowed(c, r, refused_p, cand, n, &l, &refused);
+    return;
+  }
+  pf_fail(r, "the output plugin %s is not installed on the source server: %s", missing_p,
+          missing.msg);
+  pf_block(r, "install %s on the source server (%s; managed services: enable the plugin)",
+           missing_p, strcmp(missing_p, "wal2json") ? "it ships with the server"
+                                                    : "Debian: postgresql-15-wal2json");
 }
 
 /* 0.10 to 0.17: `create schema if not exists pgcopydb`, `drop table if exists pgcopydb.sentinel`

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "pgcopydb.h"
 #include "preflight.h"
 
 static void connect_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
@@ -144,10 +145,16 @@ void pf_chk_pgcopydb(struct pf_ctx *c, struct pf_out *r)
                 "use a worker image with pgcopydb 0.13 or newer");
     return;
   }
-  if(c->o->follow && strcmp(c->o->plugin, "wal2json") && pf_pgcopydb_older(c, 0, 11)) {
-    pf_fail(r, "pgcopydb %s decodes changes with wal2json only, not \"%s\"", p->text,
-            c->o->plugin);
-    pf_block(r, "use wal2json with this worker image, or a newer pgcopydb");
+  const struct pgcopydb_version v = { p->known, p->major, p->minor };
+  const char *want = c->o->plugin;
+  if(c->o->follow && want && *want && !pgcopydb_plugin_supported(&v, want)) {
+    const char *can[PGCOPYDB_MAX_PLUGINS];
+    size_t n = pgcopydb_plugins(&v, can);
+    pf_fail(r, "pgcopydb %s decodes changes with %s%s%s, not \"%s\"",
+            p->known ? p->text : "(version unknown)", can[0], n > 1 ? " or " : " only",
+            n > 1 ? can[1] : "", want);
+    pf_block(r, "leave --output-plugin out (the preflight chooses), or use a worker image whose "
+                "pgcopydb decodes with %s", want);
     return;
   }
   if(!p->known) {

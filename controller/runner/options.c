@@ -40,8 +40,9 @@ static const struct cfg_opt pf_opt_table[] = {
     "delay before the second attempt, doubling after" },
   { "slot-name", NULL, CFG_STR, "pgcopydb", 0, 0, OFF(slot_name),
     "the replication slot pgcopydb will create on the source" },
-  { "output-plugin", NULL, CFG_STR, "wal2json", 0, 0, OFF(plugin),
-    "the logical decoding plugin pgcopydb will use" },
+  { "output-plugin", NULL, CFG_STR, NULL, 0, 0, OFF(plugin),
+    "the only logical decoding plugin to try (default: the best one pgcopydb's version and the "
+    "source server allow, reported as outputPlugin)" },
   { "pgcopydb-version", NULL, CFG_STR, NULL, 0, 0, OFF(pgcopydb_version),
     "the worker's pgcopydb version (default: ask pgcopydb on PATH)" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, OFF(log_level),

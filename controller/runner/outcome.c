@@ -95,8 +95,12 @@ void pf_query_failed(struct pf_out *r, const struct pgc_err *e, const char *what
   if(e->sqlstate[0])
     pf_appendf(r->message, sizeof(r->message), ")");
   r->transient = e->transient;
-  pf_block(r, "%s", e->transient ? "the connection failed during the check: the step is retried"
-                                  : "see the server's message above");
+  if(e->transient)
+    pf_block(r, "the connection failed during the check: the step is retried");
+  else if(e->hint[0])
+    pf_block(r, "the server's hint: %s", e->hint);
+  else
+    pf_block(r, "fix what the server's error quoted here names, on the server the check ran on");
 }
 
 PGconn *pf_conn(struct pf_ctx *c, enum pf_side s)

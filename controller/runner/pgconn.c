@@ -245,6 +245,8 @@ static void fill_err(PGconn *c, const PGresult *res, struct pgc_err *e)
   const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", st ? st : "");
+  const char *h = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+  snprintf(e->hint, sizeof(e->hint), "%s", h ? h : "");
   if(m)
     snprintf(e->msg, sizeof(e->msg), "%s", m);
   else

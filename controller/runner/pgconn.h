@@ -59,6 +59,7 @@ enum pgc_class pgc_classify(const char *msg);
 struct pgc_err {
   char sqlstate[6];
   char msg[512];
+  char hint[256]; /* the server's HINT, "" when it gave none */
   bool transient;
 };
 

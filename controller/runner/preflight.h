@@ -39,6 +39,9 @@ enum pf_status { PF_PASS, PF_WARN, PF_FAIL, PF_SKIP };
 #define PF_EXIT_FAILED 1
 #define PF_EXIT_TRANSIENT 2
 #define PF_REPORT_MAX 4096 /* a Kubernetes termination message */
+/* A fix that reloads the server's configuration (after ALTER SYSTEM): pf_apply waits until the
+ * checks' own session of that side has reloaded too, so the checks run again on the new value. */
+#define PF_RELOAD_SQL "SELECT pg_reload_conf()"
 
 struct pf_list {
   const char **v;
@@ -96,6 +99,7 @@ struct pf_ctx {
   int src_num, dst_num;              /* server_version_num */
   char src_ver[64], dst_ver[64];     /* server_version */
   struct pf_pgcopydb pgcopydb;
+  char plugin[32]; /* the output plugin source.outputPlugin chose, "" until it passes */
   char **schemas; /* in scope, read from the source */
   size_t nschemas;
   struct pf_table *tables; /* in scope, read from the source once */

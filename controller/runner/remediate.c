@@ -6,8 +6,42 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "preflight.h"
+
+#define RELOAD_WAIT_MS 10000
+#define RELOAD_POLL_MS 50
+
+/* When a session last read the server's configuration ("" if unknown). */
+static void load_time(PGconn *conn, char *out, size_t len)
+{
+  struct pgc_err e;
+  if(!conn || pgc_value(conn, &e, out, len, "SELECT pg_conf_load_time()::text", 0, NULL))
+    out[0] = '\0';
+}
+
+/* A reload reaches each backend at its next command after the postmaster signalled it: waits
+ * (bounded) until the side's sessions (the checks' one and the superuser's, which reads what the
+ * migration role may not) have read the configuration again, so that the checks run again on
+ * what ALTER SYSTEM changed. */
+static void await_reload(struct pf_ctx *c, PGconn *const conns[2], char before[2][64],
+                         const char *side)
+{
+  char now[64];
+  for(int i = 0; i < 2; i++)
+    for(int waited = 0; before[i][0]; waited += RELOAD_POLL_MS) {
+      load_time(conns[i], now, sizeof(now));
+      if(!*now || strcmp(now, before[i]))
+        break;
+      if(waited >= RELOAD_WAIT_MS) {
+        pf_print(c, "the %s's configuration reload did not reach the checks within %d s", side,
+                 RELOAD_WAIT_MS / 1000);
+        return;
+      }
+      nanosleep(&(struct timespec){ 0, RELOAD_POLL_MS * 1000000L }, NULL);
+    }
+}
 
 static bool already(const struct pf_ctx *c, const struct pf_fix *f)
 {
@@ -50,6 +84,11 @@ int pf_apply(struct pf_ctx *c, struct pf_out *r)
         PGconn *su = f->side == PF_SOURCE ? c->su_src_c : c->su_dst_c;
         const struct pgc_endpoint *ep = f->side == PF_SOURCE ? &c->su_src : &c->su_dst;
         struct pgc_err e;
+        bool reload = !strcmp(f->sql, PF_RELOAD_SQL);
+        PGconn *const sessions[2] = { pf_conn(c, f->side), su };
+        char before[2][64] = { "", "" };
+        for(int k = 0; reload && k < 2; k++)
+          load_time(sessions[k], before[k], sizeof(before[k]));
         if(!su) {
           pf_fail(r, "no superuser connection to the %s for \"%s\"", side, f->sql);
           pf_block(r, "as a superuser on the %s: %s", side, f->sql);
@@ -62,6 +101,8 @@ int pf_apply(struct pf_ctx *c, struct pf_out *r)
                       "spec.superuserSecretRef the right to grant it", side, f->sql);
           return -1;
         }
+        if(reload)
+          await_reload(c, sessions, before, side);
       }
       if(record(c, f)) {
         pf_fail(r, "out of memory");

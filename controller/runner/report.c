@@ -191,6 +191,11 @@ static gw_rc render(struct strbuf *sb, const struct pf_ctx *c, const struct pf_f
                      c->o->dry_run ? "remediated" : "wouldRemediate");
   if(!rc && omitted)
     rc = strbuf_addf(sb, ",\"omittedStatements\":%zu", omitted);
+  if(!rc && c->o->follow && c->plugin[0]) {
+    rc = strbuf_adds(sb, ",\"outputPlugin\":");
+    if(!rc)
+      rc = add_str(sb, c, c->plugin, sizeof(c->plugin), cut);
+  }
   if(!rc && c->pgcopydb.known) {
     rc = strbuf_adds(sb, ",\"pgcopydb\":{\"version\":");
     if(!rc)

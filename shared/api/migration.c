@@ -357,6 +357,10 @@ static const struct sch_field v1_status[] = {
     .desc = "When the worker Pod was first seen alive after its supervisor's fatal exit." },
   { .name = "slotName", .type = SCH_STRING, .max_len = 63,
     .desc = "The replication slot (and origin) of a live migration, chosen once." },
+  { .name = "outputPlugin", .type = SCH_STRING, .max_len = 63,
+    .desc = "The logical decoding plugin the worker decodes with (live): the first of the "
+            "pgcopydb version's plugins that the source server allows and has installed, "
+            "chosen by the preflight." },
   { .name = "preflight", .type = SCH_OBJECT, .fields = preflight_summary_fields,
     .desc = "What the preflight counted." },
   { .name = "lastProbe", .type = SCH_OBJECT, .fields = probe_fields,

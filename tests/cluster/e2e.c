@@ -94,7 +94,10 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   setenv("GODWIT_STEP_ATTEMPTS", "3", 1);
   cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER));
   e->k = cl_client(&e->c, "admin");
-  pgfx_start(&e->src, &(struct pgfx_opts){ .logical = o->logical });
+  pgfx_start(&e->src, &(struct pgfx_opts){
+                        .logical = o->logical,
+                        .allow_plugins = o->plugins_default ? NULL : "wal2json",
+                        .bin = o->src_bin });
   pgfx_start(&e->dst, &(struct pgfx_opts){ 0 });
   e->pg_started = true;
   roles(e, o);

@@ -35,7 +35,11 @@
 #define E2E_DST_PW "Dst-Pw-8830"
 
 struct e2e_opts {
-  bool logical;            /* wal_level = logical on the source, follow rights */
+  bool logical;            /* wal_level = logical on the source, follow rights, and wal2json
+                            * allowed (output_plugin_libraries), as docs/api/migration.md asks
+                            * of the admin of a server that has the setting */
+  bool plugins_default;    /* output_plugin_libraries left as the package sets it */
+  const char *src_bin;     /* the source server's bin directory (NULL: Debian's) */
   bool no_target_create;   /* dst_app without CREATE on the target (remediation tests) */
   bool no_controller;      /* start the controller later (e2e_controller_start) */
 };

@@ -501,7 +501,7 @@ static char *joined_args(const char *spec_json, const char *version, int attempt
   cJSON *spec = cJSON_Parse(spec_json);
   struct pgc_version v;
   mig_version_parse(version, &v);
-  cJSON *a = mig_worker_args(spec, &v, attempt, false, "godwit_0a1b2c3d");
+  cJSON *a = mig_worker_args(spec, &v, attempt, false, "godwit_0a1b2c3d", "wal2json");
   char *out = cJSON_PrintUnformatted(a);
   cJSON_Delete(a);
   cJSON_Delete(spec);

@@ -162,15 +162,21 @@ static char *joined(cJSON *args)
   return buf;
 }
 
-static char *args_of(const char *spec, const char *version, int attempt, bool restart)
+static char *args_plugin(const char *spec, const char *version, int attempt, bool restart,
+                         const char *plugin)
 {
   cJSON *s = cJSON_Parse(spec);
   cr_assert_not_null(s, "%s", spec);
   struct pgc_version v;
   mig_version_parse(version, &v);
-  char *out = joined(mig_worker_args(s, &v, attempt, restart, "godwit_0a1b2c3d"));
+  char *out = joined(mig_worker_args(s, &v, attempt, restart, "godwit_0a1b2c3d", plugin));
   cJSON_Delete(s);
   return out;
+}
+
+static char *args_of(const char *spec, const char *version, int attempt, bool restart)
+{
+  return args_plugin(spec, version, attempt, restart, "wal2json");
 }
 
 Test(migration_unit, worker_arguments_per_version)
@@ -203,6 +209,27 @@ Test(migration_unit, worker_arguments_per_version)
                    "--no-owner --no-acl --resume --not-consistent");
   /* an unknown version gets what every version knows */
   cr_assert_str_eq(args_of(clone, NULL, 1, false), args_of(clone, "0.10-1", 1, false));
+}
+
+/* The plugin the preflight chose (status.outputPlugin) reaches the worker wherever the version
+ * takes --plugin; a Migration validated before the preflight chose keeps wal2json, the plugin
+ * its slot was made with. */
+Test(migration_unit, worker_decodes_with_the_plugin_the_preflight_chose)
+{
+  const char *live = "{\"follow\":{}}";
+  cr_assert(strstr(args_plugin(live, "0.17", 1, false, "test_decoding"),
+                   "--origin godwit_0a1b2c3d --plugin test_decoding --dir"));
+  cr_assert(strstr(args_plugin(live, "0.12", 1, false, "test_decoding"), "--plugin test_decoding"));
+  cr_assert(strstr(args_plugin(live, "0.17", 2, false, NULL), "--plugin wal2json --dir"));
+  cr_assert(strstr(args_plugin(live, "0.17", 2, false, ""), "--plugin wal2json --dir"));
+  /* 0.10 and 0.11 know no --plugin (0.10 would ignore it with a warning) */
+  cr_assert_null(strstr(args_plugin(live, "0.10-1", 1, false, "wal2json"), "--plugin"));
+  cr_assert_null(strstr(args_plugin(live, "0.11", 1, false, "wal2json"), "--plugin"));
+  /* an unknown version is told wal2json, which every version decodes with, instead of its own
+   * default (pgoutput in 0.18) */
+  cr_assert(strstr(args_plugin(live, NULL, 1, false, "wal2json"), "--plugin wal2json --dir"));
+  /* a clone has no plugin */
+  cr_assert_null(strstr(args_plugin("{}", "0.17", 1, false, "test_decoding"), "--plugin"));
   /* filters */
   cr_assert(strstr(args_of("{\"clone\":{\"filters\":{\"excludeSchemas\":[\"tmp\"]}}}", "0.10", 1,
                            false), "--filters " MIG_FILTERS_FILE));

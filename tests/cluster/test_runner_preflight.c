@@ -140,9 +140,9 @@ struct pair {
   char src_uri[256], dst_uri[256], su_uri[256];
 };
 
-static void pair_start(struct pair *p, bool logical, bool dst_owns_db)
+static void pair_start_src(struct pair *p, const struct pgfx_opts *src, bool dst_owns_db)
 {
-  pgfx_start(&p->src, &(struct pgfx_opts){ .logical = logical });
+  pgfx_start(&p->src, src);
   pgfx_start(&p->dst, NULL);
   pgfx_create_role(&p->src, "src_app", SRC_PW, "LOGIN");
   pgfx_create_db(&p->src, "shop", NULL);
@@ -164,6 +164,14 @@ static void pair_start(struct pair *p, bool logical, bool dst_owns_db)
   /* Host and database of the superuser URI are not used: each side's come from its own URI. */
   snprintf(p->su_uri, sizeof(p->su_uri),
            "postgres://godwit_admin:" ADMIN_PW "@unused.invalid:1/unused");
+}
+
+/* A logical source allows wal2json, as its admin does for pgcopydb 0.10 where the server has
+ * output_plugin_libraries (docs/api/migration.md); the output plugin tests start their own. */
+static void pair_start(struct pair *p, bool logical, bool dst_owns_db)
+{
+  pair_start_src(p, &(struct pgfx_opts){ .logical = logical, .allow_plugins = "wal2json" },
+                 dst_owns_db);
 }
 
 /* What the follow tier needs, granted by hand. */
@@ -231,6 +239,7 @@ Test(runner_preflight, live_passes_with_follow_prerequisites, .timeout = 90)
     snprintf(line, sizeof(line), "PASS %s:", *id);
     cr_expect_not_null(strstr(r.out, line), "missing %s", line);
   }
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "wal2json", "pgcopydb 0.10's only plugin");
   char *slots = pgfx_query1(&p.src, NULL, "SELECT count(*) FROM pg_replication_slots");
   cr_expect_str_eq(slots, "0", "the plugin probe's temporary slot is gone");
   free(slots);
@@ -543,6 +552,193 @@ Test(runner_preflight, include_only_schemas_needs_pgcopydb_0_13, .timeout = 90)
             (const char *[]){ "--include-schema", "sales", "--pgcopydb-version", "0.18", NULL });
   cr_expect_eq(r.code, 0);
   cr_expect_not_null(strstr(r.out, "1 schemas in scope on the source: sales"));
+  run_free(&r);
+  pair_stop(&p);
+}
+
+/* ---- the output plugin (source.outputPlugin) and output_plugin_libraries ---- */
+
+#define ALLOW_WAL2JSON                                                                          \
+  "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', 'test_decoding', 'wal2json'"
+
+/* A logical source as the package configures it (the current point release has
+ * output_plugin_libraries, make deps installs it), with the follow rights granted. */
+static void plugin_pair(struct pair *p, const char *const *conf)
+{
+  cr_assert(pgfx_has_setting(NULL, "output_plugin_libraries"),
+            "the installed PostgreSQL 15 predates output_plugin_libraries: make deps upgrades it");
+  pair_start_src(p, &(struct pgfx_opts){ .logical = true, .conf = conf }, true);
+  grant_follow(p);
+}
+
+Test(runner_preflight, refused_plugin_says_why_and_the_statement, .timeout = 90)
+{
+  struct pair p;
+  plugin_pair(&p, NULL);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, NULL, (const char *[]){ "--follow", NULL });
+  cr_expect_eq(r.code, 1);
+  cr_expect_str_eq(jstr(&r, "failed.id"), "source.outputPlugin");
+  const char *msg = jstr(&r, "failed.message"), *rec = jstr(&r, "failed.recovery");
+  cr_expect_not_null(strstr(msg, "the source server refuses wal2json as an output plugin: "
+                                 "library \"wal2json\" may not be used as an output plugin "
+                                 "(HINT: If it is safe for all REPLICATION users"),
+                     "%s", msg);
+  /* the setting is for superusers and pg_read_all_settings to read */
+  cr_expect_not_null(strstr(msg, "role \"src_app\" may not read its output_plugin_libraries "
+                                 "(superusers and pg_read_all_settings may; the statement below "
+                                 "keeps the default list 'pgoutput, test_decoding'"),
+                     "%s", msg);
+  cr_expect_not_null(strstr(msg, "pgcopydb 0.10-1 decodes with wal2json only"), "%s", msg);
+  cr_expect_not_null(strstr(rec, "set spec.superuserSecretRef so the preflight grants it, or as "
+                                 "a superuser on the source: " ALLOW_WAL2JSON
+                                 "; SELECT pg_reload_conf()"),
+                     "%s", rec);
+  cr_expect_null(strstr(rec, "above"), "a condition has no \"above\": %s", rec);
+  cr_expect_null(json_get(r.json, "outputPlugin"), "no plugin chosen");
+  char *v = pgfx_query1(&p.src, NULL, "SHOW output_plugin_libraries");
+  cr_expect_str_eq(v, "pgoutput, test_decoding", "nothing changed without a superuser");
+  free(v);
+  run_free(&r);
+  pair_stop(&p);
+}
+
+Test(runner_preflight, refused_plugin_is_remediated_with_the_superuser, .timeout = 90)
+{
+  struct pair p;
+  plugin_pair(&p, NULL);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, p.su_uri, (const char *[]){ "--follow", NULL });
+  cr_expect_eq(r.code, 0);
+  char buf[2048];
+  statements(&r, "remediated", "follow", buf, sizeof(buf));
+  cr_expect_str_eq(buf, "source: " ALLOW_WAL2JSON "\nsource: SELECT pg_reload_conf()\n");
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "wal2json");
+  cr_expect_not_null(strstr(r.out, "PASS source.outputPlugin: the worker decodes with wal2json: "
+                                   "a temporary logical slot with it was created and dropped on "
+                                   "the source (output_plugin_libraries 'pgoutput, "
+                                   "test_decoding, wal2json')"),
+                     "the re-run saw the reloaded setting");
+  /* a new session (pgcopydb's walsender) sees it too, and the list has three elements */
+  char *v = pgfx_query1(&p.src, NULL, "SELECT count(*) FROM pg_create_logical_replication_slot("
+                                      "'t', 'wal2json', true)");
+  cr_expect_str_eq(v, "1");
+  free(v);
+  v = pgfx_query1(&p.src, NULL, "SHOW output_plugin_libraries");
+  cr_expect_str_eq(v, "pgoutput, test_decoding, wal2json");
+  free(v);
+  run_free(&r);
+  pair_stop(&p);
+}
+
+Test(runner_preflight, refused_plugin_dry_run_lists_the_statements, .timeout = 90)
+{
+  struct pair p;
+  plugin_pair(&p, NULL);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, p.su_uri, (const char *[]){ "--follow", "--dry-run", NULL });
+  cr_expect_eq(r.code, 0);
+  char buf[2048];
+  statements(&r, "wouldRemediate", "follow", buf, sizeof(buf));
+  cr_expect_str_eq(buf, "source: " ALLOW_WAL2JSON "\nsource: SELECT pg_reload_conf()\n");
+  char *v = pgfx_query1(&p.src, NULL, "SHOW output_plugin_libraries");
+  cr_expect_str_eq(v, "pgoutput, test_decoding", "a dry run changes nothing");
+  free(v);
+  run_free(&r);
+  pair_stop(&p);
+}
+
+/* A pgcopydb that decodes with test_decoding needs no configuration change; where the admin
+ * took test_decoding out of the list, an allowed plugin it also knows is chosen. */
+Test(runner_preflight, newer_pgcopydb_uses_an_allowed_plugin, .timeout = 90)
+{
+  struct pair p;
+  plugin_pair(&p, NULL);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--pgcopydb-version", "0.17", NULL });
+  cr_expect_eq(r.code, 0);
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "test_decoding");
+  cr_expect_not_null(strstr(r.out, "PASS source.outputPlugin: the worker decodes with "
+                                   "test_decoding"));
+  run_free(&r);
+  pair_stop(&p);
+
+  plugin_pair(&p, (const char *[]){ "output_plugin_libraries = 'pgoutput, wal2json'", NULL });
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--pgcopydb-version", "0.17", NULL });
+  cr_expect_eq(r.code, 0);
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "wal2json");
+  run_free(&r);
+  /* neither allowed: the first choice is the one to add */
+  pgfx_exec(&p.src, NULL, "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput'");
+  pgfx_exec(&p.src, NULL, "SELECT pg_reload_conf()");
+  for(int i = 0; i < 100; i++) { /* the postmaster reloads asynchronously */
+    char *v = pgfx_query1(&p.src, NULL, "SHOW output_plugin_libraries");
+    bool done = !strcmp(v, "pgoutput");
+    free(v);
+    if(done)
+      break;
+    usleep(20000);
+  }
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--pgcopydb-version", "0.17", NULL });
+  cr_expect_eq(r.code, 1);
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"), "refuses test_decoding"));
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"), "(tried test_decoding, wal2json)"));
+  cr_expect_not_null(strstr(jstr(&r, "failed.recovery"),
+                            "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', "
+                            "'test_decoding'; SELECT pg_reload_conf()"));
+  run_free(&r);
+  pair_stop(&p);
+}
+
+/* The servers before the setting (15.18): a real one, unpacked from Debian's archive. */
+Test(runner_preflight, server_without_the_setting_allows_every_plugin, .timeout = 180)
+{
+  char bin[512];
+  pgfx_bin_without_plugin_setting(bin, sizeof(bin));
+  struct pair p;
+  pair_start_src(&p, &(struct pgfx_opts){ .logical = true, .bin = bin }, true);
+  grant_follow(&p);
+  char *ver = pgfx_query1(&p.src, NULL, "SHOW server_version");
+  cr_log_info("the source runs %s", ver);
+  free(ver);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, NULL, (const char *[]){ "--follow", NULL });
+  cr_expect_eq(r.code, 0);
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "wal2json");
+  cr_expect_not_null(strstr(r.out, "PASS source.outputPlugin: the worker decodes with wal2json: "
+                                   "a temporary logical slot with it was created and dropped on "
+                                   "the source\n"));
+  run_free(&r);
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--pgcopydb-version", "0.17", NULL });
+  cr_expect_eq(r.code, 0);
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "test_decoding");
+  run_free(&r);
+  pair_stop(&p);
+}
+
+Test(runner_preflight, output_plugin_flag_must_suit_the_pgcopydb_version, .timeout = 90)
+{
+  struct pair p;
+  pair_start(&p, true, true);
+  grant_follow(&p);
+  struct run r;
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--output-plugin", "test_decoding", NULL });
+  cr_expect_eq(r.code, 1);
+  cr_expect_str_eq(jstr(&r, "failed.id"), "pgcopydb.version");
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"),
+                            "pgcopydb 0.10-1 decodes changes with wal2json only, not "
+                            "\"test_decoding\""));
+  run_free(&r);
+  preflight(&r, p.src_uri, p.dst_uri, NULL,
+            (const char *[]){ "--follow", "--output-plugin", "test_decoding",
+                              "--pgcopydb-version", "0.17", NULL });
+  cr_expect_eq(r.code, 0);
+  cr_expect_str_eq(jstr(&r, "outputPlugin"), "test_decoding");
   run_free(&r);
   pair_stop(&p);
 }

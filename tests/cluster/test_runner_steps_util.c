@@ -117,7 +117,8 @@ void sr_grant_source(struct srpair *p)
 
 void sr_pair_start(struct srpair *p, bool logical)
 {
-  pgfx_start(&p->src, &(struct pgfx_opts){ .logical = logical });
+  /* its admin allowed wal2json, pgcopydb 0.10's plugin (docs/api/migration.md) */
+  pgfx_start(&p->src, &(struct pgfx_opts){ .logical = logical, .allow_plugins = "wal2json" });
   pgfx_start(&p->dst, NULL);
   pgfx_create_role(&p->src, "src_app", SR_SRC_PW, "LOGIN REPLICATION");
   pgfx_create_db(&p->src, "shop", NULL);

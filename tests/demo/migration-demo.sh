@@ -8,6 +8,8 @@
 # immutable). Everything it started is stopped and removed when it ends, also on Ctrl-C.
 #
 #   tests/demo/migration-demo.sh [BUILD]      # BUILD defaults to build
+#
+# When the Migration fails, the demo stops at once and prints the Migration's reason (exit 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-build}
@@ -35,6 +37,7 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
 die() {
   echo "demo: $*" >&2
+  kubectl get migration shop -o jsonpath='{range .status.conditions[?(@.type=="Failed")]}the Migration failed: {.reason}: {.message}{"\n"}{end}' >&2 2>/dev/null || true
   for f in controller jobrunner; do
     [ -s "$WORK/cluster/$f.log" ] && { echo "--- $f.log (last lines)" >&2; tail -n 20 "$WORK/cluster/$f.log" >&2; }
   done
@@ -56,6 +59,26 @@ pg_up() {
   cat "$WORK/pg.err" >&2
   return 1
 }
+# Stops the demo at once, with the Migration's reason, when it has failed.
+fail_fast() {
+  [ "$(kubectl get migration shop -o jsonpath='{.status.phase}' 2>/dev/null)" != Failed ] ||
+    die "the Migration failed; it will not go on"
+}
+# Waits for condition $1 of the Migration to be True, at most $2 seconds; stops at once when
+# the Migration fails instead.
+wait_cond() {
+  local cond=$1 limit=$(( $2 * 5 )) i=0 out
+  while :; do
+    out=$(kubectl get migration shop -o jsonpath="{.status.phase}|{.status.conditions[?(@.type==\"$cond\")].status}" 2>/dev/null) || out=''
+    case $out in
+      *'|True') return 0 ;;
+      'Failed|'*) die "the Migration failed while the demo waited for $cond" ;;
+    esac
+    i=$((i + 1))
+    [ $i -lt $limit ] || die "$cond did not become True within $2 s"
+    sleep 0.2
+  done
+}
 # psql as the superuser over a server's unix socket.
 sql() {
   local dir=$1 port=$2 db=$3
@@ -76,6 +99,24 @@ SRC_UP=1
 DST_PORT=$(pg_up "$WORK/dst") || die "the target server did not start"
 DST_UP=1
 echo "source on 127.0.0.1:$SRC_PORT, target on 127.0.0.1:$DST_PORT"
+
+# PostgreSQL's 2026 point releases (15.20 here) let a slot use only the output plugins listed in
+# output_plugin_libraries (pgoutput and test_decoding by default), and Debian's pgcopydb 0.10
+# decodes with wal2json: the source's admin lists it (docs/api/migration.md, "Output plugin").
+# A newer pgcopydb decodes with test_decoding and needs nothing; spec.superuserSecretRef lets
+# the preflight do this itself.
+# DEMO_SKIP_ADMIN_STEP=1 leaves the step out, to show what a user who skipped it sees.
+if [ -z "${DEMO_SKIP_ADMIN_STEP:-}" ] &&
+   sql "$WORK/src" "$SRC_PORT" postgres -tAc "SELECT 1 FROM pg_settings WHERE name = 'output_plugin_libraries'" | grep -q 1; then
+  say "the source's admin allows wal2json, pgcopydb 0.10's output plugin (PostgreSQL $(sql "$WORK/src" "$SRC_PORT" postgres -tAc 'SHOW server_version' | cut -d' ' -f1) lists the plugins a slot may use)"
+  run sql "$WORK/src" "$SRC_PORT" postgres -c "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', 'test_decoding', 'wal2json'" -c "SELECT pg_reload_conf()"
+  i=0 # the postmaster reloads asynchronously; a new session sees the list once it has
+  until sql "$WORK/src" "$SRC_PORT" postgres -tAc "SHOW output_plugin_libraries" | grep -q wal2json; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || die "the source did not reload its configuration"
+    sleep 0.05
+  done
+fi
 
 say "loading the sample database \"shop\" on the source (3 schemas, 200,000 orders, a sequence, a large object)"
 SRC_PW=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
@@ -159,9 +200,10 @@ WATCH=$!
 # transaction committed in between would be in neither (the verify Job would then refuse the
 # cutover, DrainIncomplete; docs/api/migration.md, "Known limits").
 i=0
-until [ "$(sql "$WORK/src" "$SRC_PORT" postgres -tAc "SELECT count(*) FROM pg_replication_slots")" -ge 1 ]; do
+until [ "$(sql "$WORK/src" "$SRC_PORT" postgres -tAc "SELECT count(*) FROM pg_replication_slots WHERE NOT temporary")" -ge 1 ]; do
   i=$((i + 1))
   [ $i -lt 1200 ] || die "the replication slot never appeared on the source"
+  [ $((i % 5)) -ne 0 ] || fail_fast
   sleep 0.1
 done
 ( i=0
@@ -172,8 +214,7 @@ done
   done ) &
 WRITER=$!
 
-kubectl wait migration/shop --for=condition=CaughtUp --timeout=240s >/dev/null ||
-  die "the Migration did not catch up"
+wait_cond CaughtUp 240
 sleep 1
 
 say "caught up: the Migration waits for a person to approve the cutover"
@@ -183,8 +224,7 @@ say "the application stops writing; approving the cutover (the webhook records w
 kill "$WRITER" 2>/dev/null; wait "$WRITER" 2>/dev/null || true
 WRITER=''
 run kubectl patch migration shop --type merge -p '{"spec":{"cutover":{"approved":true}}}'
-kubectl wait migration/shop --for=condition=Complete --timeout=240s >/dev/null ||
-  die "the Migration did not complete"
+wait_cond Complete 240
 sleep 1
 kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null || true
 WATCH=''

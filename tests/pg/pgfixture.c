@@ -213,6 +213,8 @@ static void write_conf(struct pgfx *pg, const struct pgfx_opts *o)
     fprintf(f, "shared_preload_libraries = '%s'\n", o->shared_preload_libraries);
   if(o->log_statements)
     fprintf(f, "log_statement = 'all'\n");
+  if(o->allow_plugins && pgfx_has_setting(pg->bin, "output_plugin_libraries"))
+    fprintf(f, "output_plugin_libraries = 'pgoutput, test_decoding, %s'\n", o->allow_plugins);
   for(const char *const *c = o->conf; c && *c; c++)
     fprintf(f, "%s\n", *c);
   fclose(f);
@@ -264,7 +266,9 @@ static int spawn(struct pgfx *pg)
     int nul = open("/dev/null", O_RDONLY);
     if(nul >= 0)
       dup2(nul, 0);
-    execl(PG_BIN "/postgres", PG_BIN "/postgres", "-D", pg->data, (char *)NULL);
+    char postgres[256];
+    snprintf(postgres, sizeof(postgres), "%s/postgres", pg->bin);
+    execl(postgres, postgres, "-D", pg->data, (char *)NULL);
     _exit(127);
   }
   pg->pid = pid;
@@ -298,11 +302,41 @@ static void random_hex(char *out, size_t n)
     snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+bool pgfx_has_setting(const char *bin, const char *name)
+{
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "'%s/postgres' --describe-config 2>/dev/null", bin ? bin : PG_BIN);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "cannot run %s", cmd);
+  char line[2048];
+  bool found = false;
+  size_t n = strlen(name);
+  while(fgets(line, sizeof(line), p))
+    found = found || (!strncmp(line, name, n) && line[n] == '\t');
+  int st = pclose(p);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", cmd);
+  return found;
+}
+
+void pgfx_bin_without_plugin_setting(char *out, size_t len)
+{
+  out[0] = '\0';
+  FILE *f = popen("tests/pg/pg-without-plugin-setting.sh", "r");
+  cr_assert_not_null(f, "cannot run tests/pg/pg-without-plugin-setting.sh");
+  bool got = fgets(out, (int)len, f) != NULL;
+  int st = pclose(f);
+  cr_assert(got && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+            "tests/pg/pg-without-plugin-setting.sh failed (see its message above)");
+  out[strcspn(out, "\n")] = '\0';
+  cr_assert_not(pgfx_has_setting(out, "output_plugin_libraries"), "%s has the setting", out);
+}
+
 void pgfx_start(struct pgfx *pg, const struct pgfx_opts *opts)
 {
   static const struct pgfx_opts none;
   const struct pgfx_opts *o = opts ? opts : &none;
   memset(pg, 0, sizeof(*pg));
+  snprintf(pg->bin, sizeof(pg->bin), "%s", o->bin ? o->bin : PG_BIN);
   sweep();
   struct osuser u = server_user();
   char tmpl[200];

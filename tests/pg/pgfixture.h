@@ -22,9 +22,12 @@
  *  - The postmaster dies with the test process (PR_SET_PDEATHSIG), even when an assertion ends
  *    the test before pgfx_stop; a later pgfx_start removes the directories of dead owners.
  *  - Every helper asserts (cr_assert) on failure unless it says it returns an error.
- *  - wal2json is usable with `logical`: PostgreSQL 15.18 has no output_plugin_libraries setting
- *    (checked against `postgres --describe-config`); a logical slot with plugin "wal2json" works
- *    once wal_level = logical.
+ *  - The servers are configured as the package leaves them, as a user's are: on PostgreSQL 15.20
+ *    (Debian 12's current point release) output_plugin_libraries allows pgoutput and
+ *    test_decoding only, so a slot with wal2json (the only plugin of Debian's pgcopydb 0.10) is
+ *    refused until an admin adds it: .allow_plugins does what docs/api/migration.md tells that
+ *    admin to do. 15.18 has no such setting and allows every installed plugin; .bin runs such a
+ *    server (tests/pg/pg-without-plugin-setting.sh unpacks one).
  */
 #ifndef GW_TESTS_PGFIXTURE_H
 #define GW_TESTS_PGFIXTURE_H
@@ -41,6 +44,9 @@ struct pgfx_opts {
   const char *shared_preload_libraries; /* NULL: none */
   bool log_statements;                  /* log_statement = all, in server.log */
   const char *const *conf;              /* more "name = value" lines, NULL-terminated */
+  const char *allow_plugins;            /* appended to output_plugin_libraries where the server
+                                         * has it ("wal2json"); NULL: the package default */
+  const char *bin;                      /* the server's bin directory; NULL: Debian's */
 };
 
 struct pgfx {
@@ -51,9 +57,16 @@ struct pgfx {
   int port;
   pid_t pid;       /* the postmaster */
   char password[33]; /* of the superuser "postgres" */
+  char bin[200];     /* the server's bin directory */
 };
 
 void pgfx_start(struct pgfx *pg, const struct pgfx_opts *opts);
+/* Whether the server of bin (NULL: Debian's) has the setting name (postgres --describe-config). */
+bool pgfx_has_setting(const char *bin, const char *name);
+/* The bin directory of a PostgreSQL 15 older than output_plugin_libraries (15.18), unpacked
+ * from Debian's archive by tests/pg/pg-without-plugin-setting.sh; asserts it has no such
+ * setting. Run from the top of the tree. */
+void pgfx_bin_without_plugin_setting(char *out, size_t len);
 /* Fast shutdown, then the directory is removed. Safe to call twice. */
 void pgfx_stop(struct pgfx *pg);
 /* Stops and starts the same server (same port and data): for postmaster-level settings

@@ -1,0 +1,37 @@
+#!/bin/bash
+# The demo stops at once when the Migration fails, and says why: run with the source's admin
+# step left out (DEMO_SKIP_ADMIN_STEP=1), on a PostgreSQL that lists the output plugins a slot
+# may use, the preflight refuses wal2json; the demo must end within a minute of the apply,
+# exit 1, and print the Migration's reason with the statement that fixes it.
+#
+#   tests/demo/demo-fails-fast.sh [BUILD]
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-build}
+log=$(mktemp /tmp/godwit-demo-fail-XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+fail() { echo "demo-fails-fast: $*" >&2; tail -n 40 "$log" >&2; exit 1; }
+
+/usr/lib/postgresql/15/bin/postgres --describe-config 2>/dev/null | grep -q '^output_plugin_libraries	' ||
+  fail "the installed PostgreSQL predates output_plugin_libraries (make deps brings the current one)"
+DEMO_SKIP_ADMIN_STEP=1 "$ROOT/tests/demo/migration-demo.sh" "$BUILD" >"$log" 2>&1 &
+pid=$!
+applied=''
+for ((i = 0; i < 3000; i++)); do # 300 s for the cluster, the servers and the sample data
+  kill -0 "$pid" 2>/dev/null || break
+  [ -z "$applied" ] && grep -q 'migration.pgcopydb.io/shop created' "$log" && applied=$i
+  if [ -n "$applied" ] && [ $((i - applied)) -gt 600 ]; then
+    kill "$pid"
+    fail "the demo still ran 60 s after the apply of a Migration that fails in its preflight"
+  fi
+  sleep 0.1
+done
+wait "$pid"
+rc=$?
+[ -n "$applied" ] || fail "the demo never applied the Migration"
+[ "$rc" = 1 ] || fail "the demo exited $rc, not 1"
+grep -q 'the Migration failed: PreflightFailed: the preflight failed before any data moved: source.outputPlugin: the source server refuses wal2json' "$log" ||
+  fail "the demo did not print the Migration's reason"
+grep -q "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', 'test_decoding', 'wal2json'; SELECT pg_reload_conf()" "$log" ||
+  fail "the reason lacks the statement that fixes it"
+echo "the demo stopped $(( (i - applied) / 10 )) s after the apply, with the Migration's reason"
