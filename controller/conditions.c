@@ -6,6 +6,7 @@
 #include "events.h"
 #include "json.h"
 #include "ktime.h"
+#include "redact.h"
 
 long long obj_generation(const cJSON *obj)
 {
@@ -85,7 +86,7 @@ gw_rc cond_set_at(cJSON *conds, const struct cond *c, long long generation, time
   *changed = false;
   if(!cJSON_IsArray(conds) || !c->type || !c->status || !c->reason)
     return GW_EINVAL;
-  char *clean = event_scrub(c->message ? c->message : "");
+  char *clean = redact(c->message, NULL, 0);
   if(!clean)
     return GW_ENOMEM;
   char *cut = bounded_message(clean, COND_MESSAGE_MAX);
@@ -140,7 +141,7 @@ gw_rc cond_set(cJSON *obj, const struct cond *c, bool *changed)
 
 const cJSON *cond_find(const cJSON *obj, const char *type)
 {
-  return find_in(json_get(obj, "status.conditions"), type);
+  return json_condition(obj, type);
 }
 
 bool cond_has_status(const cJSON *obj, const char *type, const char *status)

@@ -11,72 +11,18 @@
 #include "json.h"
 #include "ktime.h"
 #include "log.h"
+#include "redact.h"
 #include "strbuf.h"
 #include "strmap.h"
 
 /* ---- messages ---- */
-
-static bool uri_stop(char c)
-{
-  return c == '/' || c == '?' || c == '#' || c == '@' || isspace((unsigned char)c) || c == '"' ||
-         c == '\'' || !c;
-}
-
-static bool value_stop(char c)
-{
-  return isspace((unsigned char)c) || c == '"' || c == '\'' || c == '&' || c == ';' || c == ',' ||
-         !c;
-}
-
-char *event_scrub(const char *msg)
-{
-  struct strbuf sb;
-  strbuf_init(&sb, strlen(msg) * 2 + 64);
-  gw_rc rc = GW_OK;
-  const char *p = msg;
-  while(*p && !rc) {
-    if(p[0] == ':' && p[1] == '/' && p[2] == '/') {
-      /* scheme://user:password@host: keep user, mask password */
-      const char *u = p + 3, *e = u;
-      while(!uri_stop(*e))
-        e++;
-      const char *colon = memchr(u, ':', (size_t)(e - u));
-      if(*e == '@' && colon) {
-        rc = strbuf_add(&sb, p, (size_t)(colon + 1 - p));
-        if(!rc)
-          rc = strbuf_adds(&sb, "***@");
-        p = e + 1;
-        continue;
-      }
-      rc = strbuf_add(&sb, p, 3);
-      p += 3;
-      continue;
-    }
-    if(!strncasecmp(p, "password=", 9)) {
-      rc = strbuf_add(&sb, p, 9);
-      if(!rc)
-        rc = strbuf_adds(&sb, "***");
-      p += 9;
-      if(*p == '\'' || *p == '"') { /* a quoted value runs to its closing quote */
-        const char *end = strchr(p + 1, *p);
-        p = end ? end + 1 : p + strlen(p);
-        continue;
-      }
-      while(!value_stop(*p))
-        p++;
-      continue;
-    }
-    rc = strbuf_addc(&sb, *p++);
-  }
-  return rc ? NULL : strbuf_take(&sb, NULL);
-}
 
 size_t event_message(char *buf, size_t size, const char *fmt, va_list ap)
 {
   char *raw = NULL;
   if(vasprintf(&raw, fmt, ap) < 0)
     raw = NULL;
-  char *clean = raw ? event_scrub(raw) : NULL;
+  char *clean = raw ? redact(raw, NULL, 0) : NULL;
   free(raw);
   const char *m = clean ? clean : "(message unavailable)";
   size_t n = strlen(m);

@@ -12,8 +12,8 @@
  * and a new lastTimestamp. If that Event is gone (expired or deleted), a new one is created.
  *
  * Messages: formatted into at most EVENT_MESSAGE_MAX bytes (cut on a UTF-8 boundary, ending in
- * "..."), and scrubbed: a password inside a URI (scheme://user:PASSWORD@host) and the value of
- * a password=... or sslpassword=... setting are replaced by "***". Scrubbing is a safety net, not
+ * "..."), and scrubbed by redact() (shared/redact.h: URI passwords, password=, PGPASSWORD=, SQL
+ * and JSON passwords become "***"). Scrubbing is a safety net, not
  * a license: never format a secret value, a Secret's data or a connection URI into a message.
  * The recorder never logs a message or any object data: a failed write logs the reason, the
  * object's kind, namespace and name, and the API status code only.
@@ -64,7 +64,5 @@ void recorder_stats(struct recorder *r, struct recorder_stats *out);
 /* The message as it would be recorded: formatted, scrubbed, then cut to fit size bytes with its
  * NUL (size >= 4; the recorder uses EVENT_MESSAGE_MAX + 1). Returns the length. */
 size_t event_message(char *buf, size_t size, const char *fmt, va_list ap);
-/* msg with passwords masked (see above), malloc'd; NULL when out of memory. */
-char *event_scrub(const char *msg);
 
 #endif

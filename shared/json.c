@@ -352,6 +352,35 @@ bool json_equal(const cJSON *a, const cJSON *b)
   }
 }
 
+bool json_equal_opt(const cJSON *a, const cJSON *b)
+{
+  if(cJSON_IsNull(a))
+    a = NULL;
+  if(cJSON_IsNull(b))
+    b = NULL;
+  if(!a || !b)
+    return a == b;
+  return json_equal(a, b);
+}
+
+const cJSON *json_condition(const cJSON *obj, const char *type)
+{
+  const cJSON *c;
+  cJSON_ArrayForEach(c, json_get(obj, "status.conditions"))
+  {
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "type"));
+    if(t && type && !strcmp(t, type))
+      return c;
+  }
+  return NULL;
+}
+
+bool json_condition_true(const cJSON *obj, const char *type)
+{
+  const char *s = json_get_str(json_condition(obj, type), "status");
+  return s && !strcmp(s, "True");
+}
+
 const char *json_type_name(const cJSON *v)
 {
   if(!v || cJSON_IsNull(v))

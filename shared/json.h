@@ -46,6 +46,13 @@ cJSON *json_detach(cJSON *root, const char *path);
  * twice, which doubles the work at each nesting level (an equal pair of 30-level objects costs
  * 2^30 comparisons), and looks members up linearly (quadratic in the width). */
 bool json_equal(const cJSON *a, const cJSON *b);
+/* The same for two optional values: absent (NULL) and JSON null are one, and equal each other. */
+bool json_equal_opt(const cJSON *a, const cJSON *b);
+
+/* The metav1.Condition (or Job condition) of type in obj's status.conditions, or NULL; and
+ * whether it has status "True". The controller's conditions.h writes them. */
+const cJSON *json_condition(const cJSON *obj, const char *type);
+bool json_condition_true(const cJSON *obj, const char *type);
 
 /* The members of an object sorted by key, for lookups in log n (json_index_get: the first
  * member with the key, as cJSON_GetObjectItemCaseSensitive, or NULL). If the index cannot be

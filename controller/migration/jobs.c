@@ -10,6 +10,7 @@
 #include "log.h"
 #include "mig.h"
 #include "podtemplate.h"
+#include "redact.h"
 
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len)
 {
@@ -22,14 +23,7 @@ void job_name(const struct mig *m, const char *step, int attempt, char *buf, siz
 
 char *mig_scrub(const char *s, size_t max)
 {
-  char *clean = event_scrub(s ? s : "");
-  if(clean && strlen(clean) > max) {
-    size_t n = max > 3 ? max - 3 : 0;
-    while(n > 0 && ((unsigned char)clean[n] & 0xC0) == 0x80)
-      n--; /* keep UTF-8 whole */
-    memcpy(clean + n, "...", 4);
-  }
-  return clean;
+  return redact_cut(s, max, NULL, 0, NULL);
 }
 
 /* ---- rendering ---- */
@@ -234,21 +228,6 @@ gw_rc mig_pvc_ensure(struct mig *m)
 
 /* ---- reading ---- */
 
-static bool cond_true(const cJSON *obj, const char *path, const char *type, const cJSON **out)
-{
-  const cJSON *c;
-  cJSON_ArrayForEach(c, json_get(obj, path))
-  {
-    const char *t = json_get_str(c, "type"), *s = json_get_str(c, "status");
-    if(t && s && !strcmp(t, type) && !strcmp(s, "True")) {
-      if(out)
-        *out = c;
-      return true;
-    }
-  }
-  return false;
-}
-
 static long long parse_time(const char *s)
 {
   struct tm tm;
@@ -364,9 +343,10 @@ gw_rc mig_job_get(struct mig *m, const char *step, int attempt, struct job_view 
   snprintf(uid, sizeof(uid), "%s", json_get_str(job, "metadata.uid") ? json_get_str(job, "metadata.uid") : "");
   if(json_get(job, "metadata.deletionTimestamp"))
     v->state = JOB_DELETING;
-  else if(cond_true(job, "status.conditions", "Complete", NULL))
+  else if(json_condition_true(job, "Complete"))
     v->state = JOB_SUCCEEDED;
-  else if(cond_true(job, "status.conditions", "Failed", &fc)) {
+  else if(json_condition_true(job, "Failed")) {
+    fc = json_condition(job, "Failed");
     v->state = JOB_FAILED;
     const char *r = json_get_str(fc, "reason"), *msg = json_get_str(fc, "message");
     snprintf(v->failure, sizeof(v->failure), "%s: %s", r ? r : "Failed", msg ? msg : "");
@@ -432,7 +412,7 @@ gw_rc mig_log_tail(struct mig *m, const char *pod, long lines, char **out)
   gw_rc rc = kube_pod_log(m->rc->kube, m->ns, pod, NULL, lines, &raw, &len, &st);
   kube_status_release(&st);
   if(!rc) {
-    *out = event_scrub(raw ? raw : "");
+    *out = redact(raw, NULL, 0);
     if(!*out)
       rc = GW_ENOMEM;
   }

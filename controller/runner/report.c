@@ -14,34 +14,31 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "preflight.h"
+#include "redact.h"
 #include "strbuf.h"
 #include "termination.h"
 
-#define MIN_SECRET 4 /* shorter passwords would redact ordinary words; none is printed anyway */
+#define NSECRETS 8
 
-static void redact_one(char *s, size_t len, const char *secret)
+/* What the preflight holds that must never be printed. */
+static void secrets_of(const struct pf_ctx *c, const char *out[NSECRETS])
 {
-  size_t n = secret ? strlen(secret) : 0;
-  if(n < MIN_SECRET)
-    return;
-  for(char *p = strstr(s, secret); p; p = strstr(p + 3, secret)) {
-    memmove(p + 3, p + n, strlen(p + n) + 1);
-    memcpy(p, "***", 3);
-  }
-  (void)len;
+  const char *s[NSECRETS] = { c->secrets[0],   c->secrets[1],   c->secrets[2],
+                              c->secrets[3],   c->src.password, c->dst.password,
+                              c->su_src.password, c->su_dst.password };
+  memcpy(out, s, sizeof(s));
 }
 
 void pf_redact(const struct pf_ctx *c, char *s, size_t len)
 {
-  for(size_t i = 0; i < sizeof(c->secrets) / sizeof(c->secrets[0]); i++)
-    redact_one(s, len, c->secrets[i]);
-  redact_one(s, len, c->src.password);
-  redact_one(s, len, c->dst.password);
-  redact_one(s, len, c->su_src.password);
+  const char *secrets[NSECRETS];
+  secrets_of(c, secrets);
+  redact_buf(s, len, secrets, NSECRETS);
 }
 
 void pf_print(const struct pf_ctx *c, const char *fmt, ...)
@@ -82,28 +79,17 @@ static const struct level levels[] = {
 static gw_rc add_str(struct strbuf *sb, const struct pf_ctx *c, const char *s, size_t max,
                      bool *cutp)
 {
-  char tmp[1024];
-  size_t n = strlen(s ? s : "");
-  if(max > sizeof(tmp) - 4)
-    max = sizeof(tmp) - 4;
-  bool cut = n > max;
-  if(cut) {
-    n = max;
-    while(n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-      n--;
-  }
-  memcpy(tmp, s ? s : "", n);
-  tmp[n] = '\0';
-  if(cut) {
-    strcat(tmp, "...");
-    *cutp = true;
-  }
-  pf_redact(c, tmp, sizeof(tmp));
+  const char *secrets[NSECRETS];
+  secrets_of(c, secrets);
+  char *tmp = redact_cut(s, max + 3, secrets, NSECRETS, cutp);
+  if(!tmp)
+    return GW_ENOMEM;
   gw_rc rc = strbuf_addc(sb, '"');
   if(!rc)
     rc = strbuf_add_json_escaped(sb, tmp);
   if(!rc)
     rc = strbuf_addc(sb, '"');
+  free(tmp);
   return rc;
 }
 

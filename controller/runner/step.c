@@ -12,56 +12,23 @@
 #include <time.h>
 
 #include "log.h"
+#include "redact.h"
 #include "termination.h"
 
-#define MIN_SECRET 4 /* shorter passwords would redact ordinary words; none is printed anyway */
+#define NSECRETS 4
 
-static void replace_all(char *s, const char *secret)
+/* What a step holds that must never be printed. */
+static void secrets_of(const struct st_ctx *c, const char *out[NSECRETS])
 {
-  size_t n = secret ? strlen(secret) : 0;
-  if(n < MIN_SECRET)
-    return;
-  for(char *p = strstr(s, secret); p; p = strstr(p + 3, secret)) {
-    memmove(p + 3, p + n, strlen(p + n) + 1);
-    memcpy(p, "***", 3);
-  }
-}
-
-/* scheme://user:password@ -> scheme://user:***@, and password=value -> password=***. */
-static void redact_shapes(char *s)
-{
-  for(char *p = strstr(s, "://"); p; p = strstr(p + 3, "://")) {
-    char *user = p + 3;
-    size_t span = strcspn(user, "@/ \t\n\"'");
-    if(user[span] != '@')
-      continue;
-    char *colon = memchr(user, ':', span);
-    if(!colon || (colon + 1 == user + span))
-      continue;
-    char *at = user + span;
-    if(at - (colon + 1) == 3 && !strncmp(colon + 1, "***", 3))
-      continue;
-    memmove(colon + 4, at, strlen(at) + 1);
-    memcpy(colon + 1, "***", 3);
-  }
-  for(char *p = strstr(s, "password="); p; p = strstr(p + 9, "password=")) {
-    char *v = p + 9;
-    size_t n = strcspn(v, " \t\n&\"'");
-    if(n == 3 && !strncmp(v, "***", 3))
-      continue;
-    memmove(v + 3, v + n, strlen(v + n) + 1);
-    memcpy(v, "***", 3);
-  }
+  const char *s[NSECRETS] = { c->secrets[0], c->secrets[1], c->src.password, c->dst.password };
+  memcpy(out, s, sizeof(s));
 }
 
 void st_redact(const struct st_ctx *c, char *s, size_t len)
 {
-  (void)len; /* every replacement shortens or keeps the length */
-  for(size_t i = 0; i < sizeof(c->secrets) / sizeof(c->secrets[0]); i++)
-    replace_all(s, c->secrets[i]);
-  replace_all(s, c->src.password);
-  replace_all(s, c->dst.password);
-  redact_shapes(s);
+  const char *secrets[NSECRETS];
+  secrets_of(c, secrets);
+  redact_buf(s, len, secrets, NSECRETS);
 }
 
 static void vline(const struct st_ctx *c, const char *prefix, const char *fmt, va_list ap)
@@ -280,24 +247,13 @@ void st_release(struct st_ctx *c)
 
 gw_rc st_json_str(const struct st_ctx *c, struct strbuf *sb, const char *s, size_t max, bool *cut)
 {
-  s = s ? s : "";
-  size_t n = strlen(s);
+  const char *secrets[NSECRETS];
+  secrets_of(c, secrets);
   if(max > 3000)
     max = 3000;
-  char *tmp = malloc((n < max ? n : max) + 4);
+  char *tmp = redact_cut(s, max + 3, secrets, NSECRETS, cut);
   if(!tmp)
     return GW_ENOMEM;
-  if(n > max) {
-    n = max;
-    while(n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-      n--;
-    memcpy(tmp, s, n);
-    memcpy(tmp + n, "...", 4);
-    *cut = true;
-  } else {
-    memcpy(tmp, s, n + 1);
-  }
-  st_redact(c, tmp, strlen(tmp) + 1);
   gw_rc rc = strbuf_addc(sb, '"');
   if(!rc)
     rc = strbuf_add_json_escaped(sb, tmp);

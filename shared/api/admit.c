@@ -16,6 +16,18 @@ void rule_fail(struct ferrs *e, const struct rule *r)
     ferrs_add(e, r->type, r->field, "%s", r->msg);
 }
 
+bool api_unchanged(const struct api_ctx *c, const char *path)
+{
+  return c->op == API_UPDATE && c->old &&
+         json_equal_opt(json_get(c->old, path), json_get(c->obj, path));
+}
+
+void api_check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(c->op == API_UPDATE && c->old && !api_unchanged(c, r->field))
+    rule_fail(e, r);
+}
+
 void rule_failf(struct ferrs *e, const struct rule *r, const char *field, const char *fmt, ...)
 {
   va_list ap;

@@ -70,6 +70,10 @@ struct rule {
 };
 
 void rule_fail(struct ferrs *e, const struct rule *r);
+/* An UPDATE that leaves path as it was (absent and null are one). */
+bool api_unchanged(const struct api_ctx *c, const char *path);
+/* Rule check: on UPDATE, r->field may not change (rule_fail with the row's message). */
+void api_check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e);
 void rule_failf(struct ferrs *e, const struct rule *r, const char *field, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 

@@ -387,18 +387,6 @@ static const char *phase_name(const cJSON *o)
   return i < 0 ? "" : migration_phases[i];
 }
 
-static bool condition_true(const cJSON *o, const char *type)
-{
-  const cJSON *c;
-  cJSON_ArrayForEach(c, json_get(o, "status.conditions"))
-  {
-    const char *t = json_get_str(c, "type"), *s = json_get_str(c, "status");
-    if(t && s && !strcmp(t, type) && !strcmp(s, "True"))
-      return true;
-  }
-  return false;
-}
-
 static bool is_live(const cJSON *o)
 {
   return cJSON_IsObject(json_get(o, "spec.follow"));
@@ -414,17 +402,12 @@ static bool str_eq(const char *a, const char *b)
   return a == b || (a && b && !strcmp(a, b));
 }
 
-static bool same(const cJSON *a, const cJSON *b)
-{
-  return a == b || (a && b && json_equal(a, b));
-}
-
 /* The stored object finished: phase or condition. */
 static bool terminal(const cJSON *old)
 {
   const char *p = phase_name(old);
-  return !strcmp(p, "Completed") || !strcmp(p, "Failed") || condition_true(old, "Complete") ||
-         condition_true(old, "Failed");
+  return !strcmp(p, "Completed") || !strcmp(p, "Failed") || json_condition_true(old, "Complete") ||
+         json_condition_true(old, "Failed");
 }
 
 /* A worker attempt has started: the clone options are in use. */
@@ -826,15 +809,11 @@ static void check_requests_within_limits(const struct api_ctx *c, const struct r
 
 /* On UPDATE a value the stored object already had passes: an admin lowering a limit must not
  * block suspending or approving a migration admitted under the old one. */
-static bool kept(const struct api_ctx *c, const char *field)
-{
-  return c->op == API_UPDATE && c->old && same(json_get(c->old, field), json_get(c->obj, field));
-}
 
 static void check_image_policy(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
   const char *image = json_get_str(c->obj, "spec.worker.image");
-  if(c->policy && image && !policy_image_allowed(c->policy, image) && !kept(c, r->field))
+  if(c->policy && image && !policy_image_allowed(c->policy, image) && !api_unchanged(c, r->field))
     rule_failf(e, r, NULL, "\"%s\" is not from a registry the admission policy allows "
                "(images.allowedRegistries); use an allowed registry or ask the cluster admin",
                image);
@@ -844,7 +823,7 @@ static void check_int_limit(const struct api_ctx *c, const struct rule *r, struc
                             int max, const char *limit_name)
 {
   const cJSON *v = json_get(c->obj, r->field);
-  if(c->policy && max > 0 && json_is_integer(v) && v->valuedouble > max && !kept(c, r->field))
+  if(c->policy && max > 0 && json_is_integer(v) && v->valuedouble > max && !api_unchanged(c, r->field))
     rule_failf(e, r, NULL, "is %d, above the admission policy's limit of %d (limits.%s); "
                "lower it or ask the cluster admin", (int)v->valuedouble, max, limit_name);
 }
@@ -873,7 +852,7 @@ static void check_workdir_policy(const struct api_ctx *c, const struct rule *r, 
 {
   const cJSON *size = json_get(c->obj, "spec.worker.workDir.size");
   int64_t v, max = c->policy ? c->policy->limits.max_work_dir_bytes : 0;
-  if(max > 0 && quantity_of(size, &v) && v > max && !kept(c, r->field)) {
+  if(max > 0 && quantity_of(size, &v) && v > max && !api_unchanged(c, r->field)) {
     char *s = json_preview(size, 40);
     rule_failf(e, r, NULL, "is %s, above the admission policy's limit of %lld bytes "
                "(limits.maxWorkDirSize); lower it or ask the cluster admin", s ? s : "?",
@@ -941,12 +920,6 @@ static const struct rule rules[] = {
 
 /* ---- rules on UPDATE only ---- */
 
-static void check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
-{
-  if(!same(json_get(c->old, r->field), json_get(c->obj, r->field)))
-    rule_fail(e, r);
-}
-
 static void check_clone_frozen(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
   if(!copy_started(c->old) || terminal(c->old))
@@ -956,7 +929,7 @@ static void check_clone_frozen(const struct api_ctx *c, const struct rule *r, st
     char path[64], field[96];
     snprintf(path, sizeof(path), "clone.%s", f->name);
     const cJSON *a = json_get(old, path), *b = json_get(now, path);
-    if(same(a, b))
+    if(json_equal_opt(a, b))
       continue;
     char *was = a ? json_preview(a, 60) : NULL, *is = b ? json_preview(b, 60) : NULL;
     snprintf(field, sizeof(field), "spec.%s", path);
@@ -991,7 +964,7 @@ static void check_terminal(const struct api_ctx *c, const struct rule *r, struct
     rule_failf(e, r, NULL, "cannot change: the Migration has finished (%s%s); create a new "
                "Migration to run it again",
                *p ? "phase " : "condition ",
-               *p ? p : (condition_true(c->old, "Failed") ? "Failed" : "Complete"));
+               *p ? p : (json_condition_true(c->old, "Failed") ? "Failed" : "Complete"));
   }
   cJSON_Delete(was);
   cJSON_Delete(now);
@@ -1008,13 +981,13 @@ static void check_unapprove(const struct api_ctx *c, const struct rule *r, struc
 }
 
 static const struct rule update_rules[] = {
-  { "spec.source", FERR_INVALID, check_immutable,
+  { "spec.source", FERR_INVALID, api_check_immutable,
     "is immutable: a Migration copies from the database it was created with; create a new "
     "Migration to copy from another" },
-  { "spec.target", FERR_INVALID, check_immutable,
+  { "spec.target", FERR_INVALID, api_check_immutable,
     "is immutable: a Migration copies into the database it was created with; create a new "
     "Migration to copy into another" },
-  { "spec.dryRun", FERR_INVALID, check_immutable,
+  { "spec.dryRun", FERR_INVALID, api_check_immutable,
     "is immutable: a dry run cannot become a real migration or the reverse; create a new "
     "Migration instead" },
   { "spec.clone", FERR_FORBIDDEN, check_clone_frozen,
@@ -1043,7 +1016,7 @@ static bool image_pinned(const char *image)
  * not on every later update of the object. */
 static bool introduced(const struct api_ctx *c, const char *path)
 {
-  return !c->old || !same(json_get(c->old, path), json_get(c->obj, path));
+  return !c->old || !json_equal_opt(json_get(c->old, path), json_get(c->obj, path));
 }
 
 static void warn(const struct api_ctx *c, struct strlist *w)

@@ -192,18 +192,6 @@ static enum stage stage_of(const cJSON *obj, const char **phase)
   return ST_STARTED;
 }
 
-/* Two optional values are the same (both missing counts). */
-static bool same(const cJSON *a, const cJSON *b)
-{
-  if(!a || !b)
-    return !a && !b;
-  return json_equal(a, b);
-}
-
-static bool same_at(const struct api_ctx *c, const char *path)
-{
-  return same(json_get(c->old, path), json_get(c->obj, path));
-}
 
 static bool is_str(const cJSON *o, const char *path, const char *want)
 {
@@ -262,7 +250,7 @@ static void check_limit(const struct api_ctx *c, const struct rule *r, struct fe
   const cJSON *v = json_get(c->obj, r->field);
   if(!max || !json_is_integer(v) || v->valuedouble <= max)
     return;
-  if(c->op == API_UPDATE && c->old && same_at(c, r->field))
+  if(api_unchanged(c, r->field))
     return;
   rule_failf(e, r, NULL, "is %d, above the admission policy's limit of %d (limits.%s); lower "
              "it or ask the cluster admin", v->valueint, max, name);
@@ -347,12 +335,6 @@ static const struct rule rules[] = {
 
 /* ---- UPDATE only ---- */
 
-static void check_source(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
-{
-  if(!same_at(c, "spec.source"))
-    rule_fail(e, r);
-}
-
 static void check_cancel(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
   if(json_get_bool(c->old, "spec.cancel", false) && !json_get_bool(c->obj, "spec.cancel", false))
@@ -385,7 +367,7 @@ static cJSON *effective(const cJSON *obj)
 static bool changed(const struct api_ctx *c, const char *path, struct ferrs *e)
 {
   cJSON *a = effective(c->old), *b = effective(c->obj);
-  bool differ = a && b && !same(json_get(a, path), json_get(b, path));
+  bool differ = a && b && !json_equal_opt(json_get(a, path), json_get(b, path));
   if(!a || !b)
     e->oom = true;
   cJSON_Delete(a);
@@ -412,7 +394,7 @@ static void check_started(const struct api_ctx *c, const struct rule *r, struct 
 /* A new strategy type brings other pre-copy settings; the type's row alone reports it. */
 static void check_started_precopy(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  if(same_at(c, "spec.strategy.type"))
+  if(api_unchanged(c, "spec.strategy.type"))
     frozen_from(c, r, e, ST_STARTED);
 }
 
@@ -442,13 +424,13 @@ static void check_finished(const struct api_ctx *c, const struct rule *r, struct
 static void check_retention(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
   const char *phase;
-  if(stage_of(c->old, &phase) == ST_FINISHED && !same_at(c, "spec.checkpoint") &&
+  if(stage_of(c->old, &phase) == ST_FINISHED && !api_unchanged(c, "spec.checkpoint") &&
      !is_str(c->obj, r->field, "Delete"))
     fail_with(e, r, "{phase}", phase);
 }
 
 static const struct rule update_rules[] = {
-  { "spec.source", FERR_FORBIDDEN, check_source,
+  { "spec.source", FERR_FORBIDDEN, api_check_immutable,
     "is immutable: a PodMigration moves the pod it was created for; to move another pod, "
     "create a new PodMigration" },
   { "spec.cancel", FERR_FORBIDDEN, check_cancel,

@@ -67,28 +67,11 @@ const char *ptah_user(const struct api_ctx *c)
   return c->user->username;
 }
 
-bool ptah_json_equal(const cJSON *a, const cJSON *b)
-{
-  if(cJSON_IsNull(a))
-    a = NULL;
-  if(cJSON_IsNull(b))
-    b = NULL;
-  if(!a || !b)
-    return a == b;
-  return json_equal(a, b);
-}
-
 bool ptah_spec_changed(const struct api_ctx *c)
 {
   if(c->op != API_UPDATE || !c->old)
     return true;
-  return !ptah_json_equal(json_get(c->old, "spec"), json_get(c->obj, "spec"));
-}
-
-bool ptah_unchanged(const struct api_ctx *c, const char *path)
-{
-  return c->op == API_UPDATE && c->old &&
-         ptah_json_equal(json_get(c->old, path), json_get(c->obj, path));
+  return !json_equal_opt(json_get(c->old, "spec"), json_get(c->obj, "spec"));
 }
 
 /* Empty: absent, null or "". */
@@ -118,21 +101,14 @@ gw_rc ptah_stamp_user(const struct api_ctx *c, cJSON *obj, const char *path)
 
 void ptah_check_runner_image(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  if(!ptah_unchanged(c, r->field))
+  if(!api_unchanged(c, r->field))
     podmeta_check_image(json_get_str(c->obj, r->field), r->field, c->policy, e);
 }
 
 void ptah_check_pod_metadata(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  if(!ptah_unchanged(c, r->field))
+  if(!api_unchanged(c, r->field))
     podmeta_check(json_get(c->obj, r->field), r->field, c->policy, e);
-}
-
-void ptah_check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
-{
-  if(c->op == API_UPDATE && c->old &&
-     !ptah_json_equal(json_get(c->old, r->field), json_get(c->obj, r->field)))
-    rule_fail(e, r);
 }
 
 void ptah_check_stamped(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
@@ -162,7 +138,7 @@ void ptah_check_approver(const struct api_ctx *c, const struct rule *r, struct f
 void ptah_warn_runner_image(const struct api_ctx *c, struct strlist *w)
 {
   const char *image = json_get_str(c->obj, "spec.execution.runnerImage");
-  if(!image || strchr(image, '@') || ptah_unchanged(c, "spec.execution.runnerImage"))
+  if(!image || strchr(image, '@') || api_unchanged(c, "spec.execution.runnerImage"))
     return;
   const char *slash = strrchr(image, '/');
   const char *colon = strrchr(slash ? slash : image, ':');

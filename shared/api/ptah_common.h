@@ -37,14 +37,11 @@ extern const char *const ptah_operation_types[];
 
 /* The authenticated user name, or NULL when the context has no request user. */
 const char *ptah_user(const struct api_ctx *c);
-/* Both absent, or both present and equal. */
-bool ptah_json_equal(const cJSON *a, const cJSON *b);
 /* CREATE, or an UPDATE whose (defaulted, hub) spec differs from the stored one. */
 bool ptah_spec_changed(const struct api_ctx *c);
-/* An UPDATE that leaves the value at path as stored. Rules that depend on the admin policy
- * judge only what changes, so a policy tightened later never blocks a metadata-only update
- * (a finalizer removed, a label added) of an object it admitted. */
-bool ptah_unchanged(const struct api_ctx *c, const char *path);
+/* Rules that depend on the admin policy judge only what changes (api_unchanged), so a policy
+ * tightened later never blocks a metadata-only update (a finalizer removed, a label added) of
+ * an object it admitted. */
 
 /* Stamping for .mutate: on CREATE an empty string at path becomes value (nothing when value is
  * NULL); on UPDATE an empty one gets the stored object's value back (a `kubectl replace`
@@ -55,11 +52,9 @@ gw_rc ptah_stamp(const struct api_ctx *c, cJSON *obj, const char *path, const ch
 gw_rc ptah_stamp_user(const struct api_ctx *c, cJSON *obj, const char *path) GW_MUST_CHECK;
 
 /* Rule checks. The runner image and podMetadata checks skip values an update leaves as they
- * were (ptah_unchanged). */
+ * were (api_unchanged). */
 void ptah_check_runner_image(const struct api_ctx *c, const struct rule *r, struct ferrs *e);
 void ptah_check_pod_metadata(const struct api_ctx *c, const struct rule *r, struct ferrs *e);
-/* UPDATE: the value at r->field is unchanged. */
-void ptah_check_immutable(const struct api_ctx *c, const struct rule *r, struct ferrs *e);
 /* CREATE: a value is present at r->field (the mutating webhook ran). */
 void ptah_check_stamped(const struct api_ctx *c, const struct rule *r, struct ferrs *e);
 /* CREATE: the value at r->field, when present, is the authenticated user. */

@@ -195,7 +195,7 @@ static void check_backoff_limit(const struct api_ctx *c, const struct rule *r, s
 {
   const cJSON *v = json_get(c->obj, r->field);
   int max = c->policy ? c->policy->limits.max_backoff_limit : 0;
-  if(json_is_integer(v) && max && v->valuedouble > max && !ptah_unchanged(c, r->field))
+  if(json_is_integer(v) && max && v->valuedouble > max && !api_unchanged(c, r->field))
     rule_failf(e, r, NULL, "is %d, above the admission policy's limit of %d "
                "(limits.maxBackoffLimit); lower it or ask the cluster admin",
                (int)v->valuedouble, max);
@@ -205,7 +205,7 @@ static void check_forward_only(const struct api_ctx *c, const struct rule *r, st
 {
   const cJSON *target = json_get(c->obj, r->field);
   const cJSON *current = json_get(c->old, "status.currentVersion");
-  if(ptah_unchanged(c, r->field))
+  if(api_unchanged(c, r->field))
     return; /* a target the database has since passed blocks nothing that leaves it alone */
   if(json_is_integer(target) && json_is_integer(current) &&
      target->valuedouble < current->valuedouble)
@@ -230,10 +230,10 @@ static const struct rule rules[] = {
 };
 
 static const struct rule update_rules[] = {
-  { "spec.database", FERR_INVALID, ptah_check_immutable,
+  { "spec.database", FERR_INVALID, api_check_immutable,
     "is immutable: a PtahMigration migrates the database it was created for; create a new "
     "PtahMigration for another database" },
-  { "spec.migrations.historyTable", FERR_INVALID, ptah_check_immutable,
+  { "spec.migrations.historyTable", FERR_INVALID, api_check_immutable,
     "is immutable: it records the versions already applied, and another table would make "
     "every migration look unapplied" },
   { "spec.targetVersion", FERR_INVALID, check_forward_only,

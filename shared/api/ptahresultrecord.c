@@ -370,7 +370,7 @@ static const struct rule rules[] = {
 };
 
 static const struct rule update_rules[] = {
-  { "spec", FERR_FORBIDDEN, ptah_check_immutable,
+  { "spec", FERR_FORBIDDEN, api_check_immutable,
     "is immutable: a result record is the durable receipt of one operation; a new attempt runs "
     "in a new Job and writes its own record" },
   { 0 }

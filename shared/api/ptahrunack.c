@@ -111,7 +111,7 @@ static const struct rule rules[] = {
 };
 
 static const struct rule update_rules[] = {
-  { "spec", FERR_FORBIDDEN, ptah_check_immutable,
+  { "spec", FERR_FORBIDDEN, api_check_immutable,
     "is immutable: an acknowledgment is a statement about one run by one person; create a new "
     "PtahMigrationRunAcknowledgment instead" },
   { 0 }

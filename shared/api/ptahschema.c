@@ -301,7 +301,7 @@ static void check_author_forged(const struct api_ctx *c, const struct rule *r, s
 
 static void check_author_kept(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  if(!ptah_spec_changed(c) && !ptah_json_equal(author_of(c->old), author_of(c->obj))) {
+  if(!ptah_spec_changed(c) && !json_equal_opt(author_of(c->old), author_of(c->obj))) {
     const char *old = cJSON_GetStringValue(author_of(c->old));
     if(old)
       rule_failf(e, r, NULL, "%s (\"%s\")", r->msg, old);
@@ -338,7 +338,7 @@ static const struct rule rules[] = {
 };
 
 static const struct rule update_rules[] = {
-  { "spec.database", FERR_INVALID, ptah_check_immutable,
+  { "spec.database", FERR_INVALID, api_check_immutable,
     "is immutable: a PtahSchema manages the database it was created for; create a new "
     "PtahSchema to manage another database" },
   { PTAH_SPEC_AUTHOR_FIELD, FERR_FORBIDDEN, check_author_kept,
@@ -362,7 +362,7 @@ static bool listed(const cJSON *arr, const char *s)
 static void warn(const struct api_ctx *c, struct strlist *w)
 {
   const char *approval = json_get_str(c->obj, "spec.policy.approval");
-  if(approval && !strcmp(approval, "Automatic") && !ptah_unchanged(c, "spec.policy.approval"))
+  if(approval && !strcmp(approval, "Automatic") && !api_unchanged(c, "spec.policy.approval"))
     strlist_addf(w, "approval is Automatic (v1alpha1: requireApproval false): every plan, "
                     "destructive ones included, is applied without a person's approval; "
                     "protectedTables still fence their tables");

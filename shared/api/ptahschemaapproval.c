@@ -107,7 +107,7 @@ static const struct rule rules[] = {
 };
 
 static const struct rule update_rules[] = {
-  { "spec", FERR_FORBIDDEN, ptah_check_immutable,
+  { "spec", FERR_FORBIDDEN, api_check_immutable,
     "is immutable: an approval is a statement about one plan by one person; create a new "
     "PtahSchemaApproval instead" },
   { 0 }
