@@ -188,9 +188,11 @@ static void on_replace(void *ctx, const cJSON *items, const char *rv)
       }
     }
   }
-  mark_synced(inf, rv);
+  /* synced only once the handlers have been told about the list: a waiter then sees each
+   * listed object reported (client-go's handler registration HasSynced) */
   for(size_t i = 0; i < n; i++)
     dispatch(inf, p[i].ev, p[i].obj, p[i].old);
+  mark_synced(inf, rv);
   free(p);
   strmap_release(&old, free_obj);
 }

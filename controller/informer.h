@@ -46,7 +46,10 @@ gw_rc informer_start(struct informer *inf) GW_MUST_CHECK;
 void informer_stop(struct informer *inf);
 void informer_free(struct informer *inf);
 
-/* Whether the first list has been stored. */
+/* Whether the first list has been stored and every handler has been called for each of its
+ * objects. client-go tells the store's sync (HasSynced) from each handler registration's; here
+ * handlers are added before the start, so the two are one: once synced, a handler has seen an
+ * ADDED for every listed object. */
 bool informer_synced(struct informer *inf);
 /* Waits until synced, *stop, or timeout_ms (negative: no limit). */
 bool informer_wait_synced(struct informer *inf, long timeout_ms, volatile int *stop);
