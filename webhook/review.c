@@ -90,26 +90,31 @@ static cJSON *decode(const struct http_request *req, const char *want_kind, cons
   return doc;
 }
 
-struct decoded_user {
-  struct api_user user;
-  const char *groups[64];
-};
-
-static void decode_user(const cJSON *ui, struct decoded_user *du)
+/* The user of a review: every group is kept (an approver-group check may depend on the last
+ * one), pointing into the review. GW_ENOMEM when the group list cannot be held. */
+static gw_rc decode_user(const cJSON *ui, struct api_user *u, const char ***groups)
 {
-  memset(du, 0, sizeof(*du));
-  du->user.username = json_get_str(ui, "username");
-  if(!du->user.username)
-    du->user.username = "";
-  du->user.uid = json_get_str(ui, "uid");
-  const cJSON *g;
-  cJSON_ArrayForEach(g, json_get(ui, "groups"))
+  memset(u, 0, sizeof(*u));
+  *groups = NULL;
+  u->username = json_get_str(ui, "username");
+  if(!u->username)
+    u->username = "";
+  u->uid = json_get_str(ui, "uid");
+  u->extra = json_get(ui, "extra");
+  const cJSON *list = json_get(ui, "groups"), *g;
+  int n = cJSON_GetArraySize(list);
+  if(n <= 0)
+    return GW_OK;
+  *groups = malloc((size_t)n * sizeof(**groups));
+  if(!*groups)
+    return GW_ENOMEM;
+  cJSON_ArrayForEach(g, list)
   {
-    if(cJSON_IsString(g) && du->user.ngroups < 64)
-      du->groups[du->user.ngroups++] = g->valuestring;
+    if(cJSON_IsString(g))
+      (*groups)[u->ngroups++] = g->valuestring;
   }
-  du->user.groups = du->groups;
-  du->user.extra = json_get(ui, "extra");
+  u->groups = *groups;
+  return GW_OK;
 }
 
 static enum wh_verdict admit(enum wh_endpoint ep, const cJSON *rq, const struct adm_subject *subj,
@@ -141,15 +146,20 @@ static enum wh_verdict admit(enum wh_endpoint ep, const cJSON *rq, const struct 
                           "the godwit admission policy is not loaded yet; retry shortly");
     return V_ERROR;
   }
-  struct decoded_user du;
-  decode_user(json_get(rq, "userInfo"), &du);
+  struct api_user user;
+  const char **groups;
+  if(decode_user(json_get(rq, "userInfo"), &user, &groups)) {
+    *out = response_error(subj, 500, "InternalError", gw_strerror(GW_ENOMEM));
+    policy_store_release(pol);
+    return V_ERROR;
+  }
   const cJSON *old = json_get(rq, "oldObject");
   struct api_request ar = {
     .kind = k,
     .obj = obj,
     .old = cJSON_IsNull(old) ? NULL : old,
     .op = op,
-    .user = &du.user,
+    .user = &user,
     .policy = pol.policy,
     .dry_run = json_get_bool(rq, "dryRun", false),
     .request_version = json_get_str(rq, "requestKind.version"),
@@ -170,6 +180,7 @@ static enum wh_verdict admit(enum wh_endpoint ep, const cJSON *rq, const struct 
   }
   api_result_release(&res);
   policy_store_release(pol);
+  free(groups);
   return v;
 }
 

@@ -125,3 +125,47 @@ Test(policy, not_ready_until_the_policy_file_exists, .timeout = 30)
   wh_stop(&w);
   unlink(path);
 }
+
+/* Every group of the reviewed user counts: an approver whose approving group comes after 64
+ * others (a member of many teams) is still an approver. */
+Test(policy, approver_group_found_past_the_64th_group, .timeout = 30)
+{
+  char path[] = "/tmp/godwit-policy-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  write_policy(path, "{\"approvals\":{\"approvers\":{\"groups\":[\"release-managers\"]}}}");
+  struct wh w;
+  const char *const extra[] = { "--policy", path, NULL };
+  wh_start(&w, extra);
+  char groups[4096] = "[";
+  for(int i = 0; i < 80; i++)
+    snprintf(groups + strlen(groups), sizeof(groups) - strlen(groups), "\"team-%02d\",", i);
+  strcat(groups, "\"release-managers\"]");
+  const char *obj = "{\"apiVersion\":\"ptah.run/v1\",\"kind\":\"PtahSchemaApproval\","
+                    "\"metadata\":{\"name\":\"a\",\"namespace\":\"shop\"},\"spec\":{\"schemaRef\":"
+                    "{\"name\":\"orders\"},\"planDigest\":\"sha256:0d5ee5fc8eb6a1e8c77b1b1dd1b2cbb0"
+                    "b3d2f8b6bd7a3c5c0a7a4b9a1f0e6c3d\",\"planAuthor\":\"bob\",\"approver\":"
+                    "\"carol\"}}";
+  char *body = wh_admission_review("a-1", "ptah.run", "v1", "PtahSchemaApproval",
+                                   "ptahschemaapprovals", "CREATE", "a", "shop", "carol", groups,
+                                   obj, NULL, 0);
+  cJSON *r = wh_review(&w, "/validate", body);
+  free(body);
+  cr_assert(cJSON_IsTrue(json_get(r, "response.allowed")), "refused: %s",
+            json_get_str(r, "response.status.message"));
+  cJSON_Delete(r);
+  /* the same user without that group is refused: the check did run */
+  groups[strlen(groups) - strlen(",\"release-managers\"]")] = '\0';
+  strcat(groups, "]");
+  body = wh_admission_review("a-2", "ptah.run", "v1", "PtahSchemaApproval",
+                             "ptahschemaapprovals", "CREATE", "a", "shop", "carol", groups, obj,
+                             NULL, 0);
+  r = wh_review(&w, "/validate", body);
+  free(body);
+  cr_assert(cJSON_IsFalse(json_get(r, "response.allowed")));
+  cr_assert_not_null(strstr(json_get_str(r, "response.status.message"), "\"carol\""));
+  cJSON_Delete(r);
+  wh_stop(&w);
+  unlink(path);
+}
