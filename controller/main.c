@@ -1,4 +1,5 @@
-/* godwit-controller: reconciles godwit's kinds; one replica leads through a Lease. See
+/* godwit-controller: reconciles Migration (Ptah and PodMotion are not reconciled yet); one
+ * replica leads through a Lease. See
  * controller/manager.h and docs/operations. */
 #include <signal.h>
 #include <stddef.h>
@@ -205,8 +206,10 @@ int main(int argc, char **argv)
   struct controller_config c;
   memset(&c, 0, sizeof(c));
   int code = cfg_main(options, &c, argc, argv, "godwit-controller",
-                      "Reconciles Migration, PtahSchema and PodMigration; writes status, "
-                      "conditions and Events; leader-elected through a Lease.");
+                      "Reconciles Migration (pgcopydb.io): writes status, conditions and "
+                      "Events, runs the runner Jobs; leader-elected through a Lease. The Ptah "
+                      "(ptah.run) and PodMotion (migration.podmotion.io) kinds are admitted "
+                      "by godwit-webhook but not reconciled yet: nothing acts on them.");
   if(code >= 0)
     return code;
   if(c.leader_elect && c.renew_deadline >= c.lease_duration) {
