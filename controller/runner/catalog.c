@@ -79,7 +79,7 @@ int catalog_main(int argc, char **argv)
                    "not done or no work dir, 2 never.",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   if(rc < 0)
     return st_finish(&c, NULL, NULL);
   if(!c.o.dir) {

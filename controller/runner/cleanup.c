@@ -264,7 +264,7 @@ int cleanup_main(int argc, char **argv)
                    "Exit: 0 all dropped or absent, 1 failed, 2 transient.",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   o.slot.name = c.o.slot_name;
   o.publication.name = c.o.publication;
   o.origin.name = c.o.origin;

@@ -328,7 +328,7 @@ int compare_main(int argc, char **argv)
                    "2 transient.",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   if(rc < 0 || st_endpoints(&c, true, true))
     goto done;
   if(!c.o.schema && !c.o.data) {

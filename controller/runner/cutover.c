@@ -366,7 +366,7 @@ int cutover_main(int argc, char **argv)
                    "Exit: 0 set, 1 failed, 2 transient (retry).",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   if(rc < 0 || st_endpoints(&c, true, false))
     goto done;
   if(!c.o.dir || !c.o.slot_name) {

@@ -236,7 +236,7 @@ static int decide(struct pf_ctx *c)
     f.result = "Transient";
     f.failed = first_failure(c, true);
     summarize(c, &f);
-    return finish(c, &f, PF_EXIT_TRANSIENT);
+    return finish(c, &f, RUNNER_EXIT_TRANSIENT);
   }
   f.failed = first_failure(c, true);
   if(!f.failed && c->nfix) {
@@ -257,7 +257,7 @@ static int decide(struct pf_ctx *c)
           f.result = "Transient";
           f.failed = first_failure(c, false);
           summarize(c, &f);
-          return finish(c, &f, PF_EXIT_TRANSIENT);
+          return finish(c, &f, RUNNER_EXIT_TRANSIENT);
         }
         f.failed = first_failure(c, false);
       }
@@ -265,7 +265,7 @@ static int decide(struct pf_ctx *c)
   }
   f.result = f.failed ? "Failed" : "Passed";
   summarize(c, &f);
-  return finish(c, &f, f.failed ? PF_EXIT_FAILED : PF_EXIT_PASSED);
+  return finish(c, &f, f.failed ? RUNNER_EXIT_FAILED : RUNNER_EXIT_PASSED);
 }
 
 int preflight_main(int argc, char **argv)
@@ -276,7 +276,7 @@ int preflight_main(int argc, char **argv)
   int parsed = pf_opts_parse(&o, argc, argv, err, sizeof(err));
   if(parsed == 1) {
     pf_opts_release(&o);
-    return PF_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   }
   int lvl = o.log_level ? log_level_parse(o.log_level) : LOG_INFO;
   log_set_level(lvl < 0 ? LOG_INFO : (enum log_level)lvl);
@@ -293,7 +293,7 @@ int preflight_main(int argc, char **argv)
       o.report = "/dev/termination-log";
     pf_print_check(&c, &cfgfail);
     struct pf_final f = { "Failed", &cfgfail, "config failed" };
-    code = finish(&c, &f, PF_EXIT_FAILED);
+    code = finish(&c, &f, RUNNER_EXIT_FAILED);
   } else {
     pf_detect_pgcopydb(&c.pgcopydb, o.pgcopydb_version);
     pf_print(&c, "preflight of %s -> %s%s%s", c.src.desc, c.dst.desc,

@@ -30,15 +30,12 @@
 
 #include "config.h"
 #include "pgconn.h"
+#include "termination.h"
 
 enum pf_side { PF_SOURCE, PF_TARGET };
 enum pf_tier { PF_CLONE, PF_FOLLOW };
 enum pf_status { PF_PASS, PF_WARN, PF_FAIL, PF_SKIP };
 
-#define PF_EXIT_PASSED 0
-#define PF_EXIT_FAILED 1
-#define PF_EXIT_TRANSIENT 2
-#define PF_REPORT_MAX 4096 /* a Kubernetes termination message */
 /* A fix that reloads the server's configuration (after ALTER SYSTEM): pf_apply waits until the
  * checks' own session of that side has reloaded too, so the checks run again on the new value. */
 #define PF_RELOAD_SQL "SELECT pg_reload_conf()"
@@ -205,7 +202,7 @@ struct pf_final {
   const struct pf_out *failed;
   char summary[256];
 };
-/* Renders the report into buf (at most PF_REPORT_MAX - 1 bytes, NUL-terminated). */
+/* Renders the report into buf (at most RUNNER_REPORT_MAX - 1 bytes, NUL-terminated). */
 void pf_report_render(const struct pf_ctx *c, const struct pf_final *f, char *buf, size_t len);
 void pf_report_write(const struct pf_ctx *c, const struct pf_final *f);
 

@@ -181,7 +181,7 @@ int reown_main(int argc, char **argv)
                    "Exit: 0 nothing left, 1 a statement failed (named), 2 transient.",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   if(rc < 0 || st_endpoints(&c, false, true))
     goto done;
   if(!c.o.owner || !*c.o.owner) {

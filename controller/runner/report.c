@@ -215,7 +215,7 @@ static gw_rc render(struct strbuf *sb, const struct pf_ctx *c, const struct pf_f
 
 void pf_report_render(const struct pf_ctx *c, const struct pf_final *f, char *buf, size_t len)
 {
-  size_t max = len < PF_REPORT_MAX ? len : PF_REPORT_MAX;
+  size_t max = len < RUNNER_REPORT_MAX ? len : RUNNER_REPORT_MAX;
   buf[0] = '\0';
   for(size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
     struct strbuf sb;
@@ -234,7 +234,7 @@ void pf_report_render(const struct pf_ctx *c, const struct pf_final *f, char *bu
 
 void pf_report_write(const struct pf_ctx *c, const struct pf_final *f)
 {
-  char buf[PF_REPORT_MAX];
+  char buf[RUNNER_REPORT_MAX];
   pf_report_render(c, f, buf, sizeof(buf));
   runner_report_write(c->o->report, buf);
 }

@@ -300,11 +300,11 @@ static gw_rc render(const struct st_ctx *c, struct strbuf *sb, st_render_fn fn, 
 int st_finish(struct st_ctx *c, st_render_fn fn, void *arg)
 {
   st_print(c, "RESULT %s: %s", result_name(c->result), c->summary);
-  char buf[ST_REPORT_MAX];
+  char buf[RUNNER_REPORT_MAX];
   buf[0] = '\0';
   for(size_t i = 0; i < sizeof(levels) / sizeof(levels[0]) && !buf[0]; i++) {
     struct strbuf sb;
-    strbuf_init(&sb, ST_REPORT_MAX - 1);
+    strbuf_init(&sb, RUNNER_REPORT_MAX - 1);
     if(!render(c, &sb, fn, arg, &levels[i], i > 0))
       memcpy(buf, strbuf_str(&sb), sb.len + 1);
     strbuf_release(&sb);
@@ -313,8 +313,8 @@ int st_finish(struct st_ctx *c, st_render_fn fn, void *arg)
     snprintf(buf, sizeof(buf), "{\"kind\":\"%s\",\"version\":1,\"result\":\"%s\",\"truncated\":true}",
              c->kind, result_name(c->result));
   runner_report_write(c->o.report, buf);
-  return c->result == ST_PASSED ? ST_EXIT_PASSED
-                                : (c->result == ST_TRANSIENT ? ST_EXIT_TRANSIENT : ST_EXIT_FAILED);
+  return c->result == ST_PASSED ? RUNNER_EXIT_PASSED
+                                : (c->result == ST_TRANSIENT ? RUNNER_EXIT_TRANSIENT : RUNNER_EXIT_FAILED);
 }
 
 /* ------------------------------------------------------------------------------------------ */

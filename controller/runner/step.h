@@ -27,11 +27,8 @@
 #include "config.h"
 #include "pgconn.h"
 #include "strbuf.h"
+#include "termination.h"
 
-#define ST_EXIT_PASSED 0
-#define ST_EXIT_FAILED 1
-#define ST_EXIT_TRANSIENT 2
-#define ST_REPORT_MAX 4096
 
 enum st_result { ST_PASSED, ST_FAILED, ST_TRANSIENT };
 enum st_side { ST_SOURCE, ST_TARGET };

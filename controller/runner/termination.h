@@ -5,6 +5,13 @@
 #ifndef GW_RUNNER_TERMINATION_H
 #define GW_RUNNER_TERMINATION_H
 
+/* How every runner step ends (the controller's step driver reads them: a Transient exit, or
+ * no report, is retried within the step's attempts). */
+#define RUNNER_EXIT_PASSED 0
+#define RUNNER_EXIT_FAILED 1
+#define RUNNER_EXIT_TRANSIENT 2
+#define RUNNER_REPORT_MAX 4096 /* a Kubernetes termination message */
+
 /* path NULL: /dev/termination-log. */
 void runner_report_write(const char *path, const char *report);
 

@@ -143,7 +143,7 @@ int verify_main(int argc, char **argv)
                    "Exit: 0 DrainVerified, 1 DrainIncomplete, 2 transient (no verdict).",
                    argc, argv);
   if(rc == 1)
-    return ST_EXIT_PASSED;
+    return RUNNER_EXIT_PASSED;
   uint64_t end = 0, at = 0;
   if(rc < 0 || st_endpoints(&c, true, true))
     goto done;
