@@ -84,6 +84,14 @@ gw_rc mgr_informer(struct mgr *m, const struct kube_gvr *gvr, struct informer **
   return rc;
 }
 
+struct informer *mgr_cache(struct mgr *m, const struct kube_gvr *gvr)
+{
+  for(int i = 0; m && i < m->ninfs; i++)
+    if(same_gvr(informer_gvr(m->infs[i]), gvr))
+      return m->infs[i];
+  return NULL;
+}
+
 static void on_primary(void *ctx, enum inf_event ev, const cJSON *obj, const cJSON *old)
 {
   struct ctrl *c = ctx;

@@ -135,6 +135,11 @@ gw_rc mgr_add_controller(struct mgr *m, const struct ctrl_def *d, struct ctrl **
 gw_rc mgr_informer(struct mgr *m, const struct kube_gvr *gvr, struct informer **out)
   GW_MUST_CHECK;
 
+/* The cache of gvr, when a controller watches it (NULL otherwise): reconcilers read what they
+ * watch from here, as controller-runtime's client does, and the API only where a decision needs
+ * the freshest state (say so where it happens). Safe from any thread once started. */
+struct informer *mgr_cache(struct mgr *m, const struct kube_gvr *gvr);
+
 /* Enqueues a key of c from changes of another resource. */
 typedef void (*ctrl_map_fn)(void *ctx, struct ctrl *c, const cJSON *obj);
 gw_rc ctrl_watch(struct ctrl *c, const struct kube_gvr *gvr, ctrl_map_fn map, void *ctx)

@@ -1,7 +1,8 @@
-/* Clone-only, once the worker exited 0: the catalog Job <name>-catalog-<n> mounts the same work
- * dir (the worker is gone, so reading pgcopydb's catalog cannot kill it) and counts the tables
- * done: CloneSucceeded, or CloneIncomplete (terminal). Then the handover, then Verifying or
- * Completed. See docs/dev/migration-controller.md, step 2. */
+/* The steps "finalizing" and "catalog" of a clone, once the worker exited 0: the phase moves to
+ * Finalizing, then the catalog Job <name>-catalog-<n> mounts the same work dir (the worker is
+ * gone, so reading pgcopydb's catalog cannot kill it) and counts the tables done:
+ * CloneSucceeded, or CloneIncomplete (terminal). What follows is in the clone tail of
+ * reconcile.c. See docs/dev/migration-controller.md, step 2. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,11 @@ static void not_done(const cJSON *report, char *buf, size_t len)
   strbuf_release(&sb);
 }
 
-/* CloneCompleted from the catalog. true once decided (either way). */
-static bool catalog(struct mig *m)
+/* CloneCompleted from the catalog. */
+enum step_outcome mig_step_catalog(struct mig *m)
 {
   if(cond_is_true(m->obj, C_CLONE))
-    return true;
+    return STEP_PASSED;
   struct step_run r = { .step = "catalog", .max_attempts = m->o->step_attempts };
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
   const cJSON *rep = r.v.report;
@@ -57,17 +58,17 @@ static bool catalog(struct mig *m)
                     (o == STEP_FAILED && *names);
   if(o == STEP_PASSED || (o == STEP_FAILED && !incomplete)) {
     if(cJSON_IsNumber(total) && cJSON_IsNumber(done))
-      mig_cond(m, C_CLONE, COND_TRUE, "CloneSucceeded",
+      edit_cond(&m->ed, C_CLONE, COND_TRUE, "CloneSucceeded",
                "the worker Job finished and pgcopydb's catalog counts every table done (%d of "
                "%d)", (int)done->valuedouble, (int)total->valuedouble);
     else
-      mig_cond(m, C_CLONE, COND_TRUE, "CloneSucceeded",
+      edit_cond(&m->ed, C_CLONE, COND_TRUE, "CloneSucceeded",
                "the worker Job finished; pgcopydb's catalog could not be read: %s", r.message);
-    mig_step_set(m, "catalog", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
-    mig_requeue(m, 1);
+    step_record(&m->ed, "catalog", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
+    edit_requeue(&m->ed, 1);
   } else if(o == STEP_FAILED) {
-    mig_step_set(m, "catalog", r.attempt, "Failed", r.message);
-    mig_cond(m, C_CLONE, COND_FALSE, "CloneIncomplete",
+    step_record(&m->ed, "catalog", r.attempt, "Failed", r.message);
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneIncomplete",
              "the worker exited 0, but pgcopydb's catalog counts %d of %d tables not done: %s",
              cJSON_IsNumber(total) && cJSON_IsNumber(done)
                ? (int)(total->valuedouble - done->valuedouble) : 0,
@@ -77,20 +78,15 @@ static bool catalog(struct mig *m)
              "use the target as a complete copy", names);
   }
   step_run_release(&r);
-  return false;
+  return m->ed.phase == MP_FAILED ? STEP_FAILED : STEP_WAIT;
 }
 
-void mig_clone_done(struct mig *m)
+/* The worker exited: the copy is past, what remains is the tail of the clone. */
+enum step_outcome mig_step_finalizing(struct mig *m)
 {
-  if(m->phase == MP_CLONING) {
-    /* the worker exited: the copy is past, what remains is the tail of the clone */
-    mig_set_phase(m, MP_FINALIZING);
-    mig_requeue(m, 1);
-    return;
-  }
-  if(!catalog(m))
-    return;
-  enum step_outcome o = mig_ownership(m);
-  if(o == STEP_PASSED)
-    mig_finish(m);
+  if(m->phase != MP_CLONING)
+    return STEP_PASSED;
+  edit_phase(&m->ed, MP_FINALIZING);
+  edit_requeue(&m->ed, 1);
+  return STEP_WAIT;
 }

@@ -81,11 +81,11 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
 {
   if(!m->live || !*m->slot)
     return STEP_PASSED;
-  const char *res = mig_step_result(m, "cleanup");
+  const char *res = step_result(m->obj, "cleanup");
   bool passed = !strcmp(res, "Passed"), failed = !strcmp(res, "Failed");
   if(passed || failed) {
     if(has_finalizer(m) && (deleting || passed) && mig_finalizer(m, false))
-      mig_requeue(m, 1000);
+      edit_requeue(&m->ed, 1000);
     return passed ? STEP_PASSED : STEP_FAILED;
   }
   struct step_run r = { .step = "cleanup", .max_attempts = m->o->cleanup_attempts,
@@ -94,16 +94,16 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
                                        "publication, origin and sentinel go" };
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
   if(o == STEP_PASSED) {
-    mig_step_set(m, "cleanup", r.attempt, "Passed", r.message);
-    mig_requeue(m, 1);
+    step_record(&m->ed, "cleanup", r.attempt, "Passed", r.message);
+    edit_requeue(&m->ed, 1);
   } else if(o == STEP_FAILED) {
-    mig_step_set(m, "cleanup", r.attempt, "Failed", r.message);
-    mig_event_if_written(m, EV_WARNING, "CleanupFailed",
+    step_record(&m->ed, "cleanup", r.attempt, "Failed", r.message);
+    edit_event_if_written(&m->ed, EV_WARNING, "CleanupFailed",
                          "cleanup failed after %d attempts (%s): the replication slot %s may "
                          "still hold WAL on the source; remove it by hand: SELECT "
                          "pg_drop_replication_slot('%s')", r.attempt, r.message, m->slot,
                          m->slot);
-    mig_requeue(m, 1);
+    edit_requeue(&m->ed, 1);
   }
   step_run_release(&r);
   return STEP_WAIT;
@@ -123,18 +123,18 @@ gw_rc mig_deletion(struct mig *m)
     job_view_release(&v);
     if(st == JOB_PENDING || st == JOB_RUNNING) {
       gw_rc rc = mig_job_delete(m, "worker", n);
-      mig_requeue(m, 1000);
+      edit_requeue(&m->ed, 1000);
       return rc;
     }
     if(st == JOB_DELETING) {
-      mig_requeue(m, 1000);
+      edit_requeue(&m->ed, 1000);
       return GW_OK;
     }
     /* the Job is gone or ended: wait for its Pods to stop too (the grace period) */
     int left = 0;
-    gw_rc rc = mig_worker_pods_running(m, &left);
+    gw_rc rc = rj_pods_running(&m->owner, "worker", &left);
     if(rc || left) {
-      mig_requeue(m, 1000);
+      edit_requeue(&m->ed, 1000);
       return rc;
     }
   }

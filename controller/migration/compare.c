@@ -1,7 +1,7 @@
-/* Verifying: spec.verify.compare as the compare Job <name>-compare-<n> (VerificationStarted,
- * Verified=Unknown VerificationRunning), then Verified ComparePassed, SchemaMismatch or
- * DataMismatch with the Events Verified / VerificationMismatch. A mismatch does not fail the
- * Migration: Complete follows either way. Also mig_finish, the way out of the copy. */
+/* The step "compare" (phase Verifying): spec.verify.compare as the compare Job
+ * <name>-compare-<n> (VerificationStarted, Verified=Unknown VerificationRunning), then Verified
+ * ComparePassed, SchemaMismatch or DataMismatch with the Events Verified / VerificationMismatch.
+ * A mismatch does not fail the Migration: Complete follows either way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +32,6 @@ static void render(struct mig *m, int attempt, struct job_spec *s, void *ctx)
   mig_arg(a, "--dir");
   mig_arg(a, MIG_WORK_DIR);
   s->source = s->target = s->workdir = true;
-}
-
-void mig_finish(struct mig *m)
-{
-  if(cJSON_GetArraySize(json_get(m->obj, "spec.verify.compare")) > 0) {
-    mig_set_phase(m, MP_VERIFYING);
-    mig_requeue(m, 1);
-    return;
-  }
-  mig_complete(m, "MigrationSucceeded", "%s", m->live
-               ? "the migration finished: drained, verified and cleaned up"
-               : "the migration finished: the clone is complete");
 }
 
 /* The tables of a data compare that differ, "a.b, c.d". */
@@ -89,7 +77,7 @@ static void schema_differences(const cJSON *report, char *buf, size_t len)
     snprintf(buf + used, len - used, "; %d more", (int)total->valuedouble - shown);
 }
 
-gw_rc mig_step_verifying(struct mig *m)
+enum step_outcome mig_step_compare(struct mig *m)
 {
   struct step_run r = { .step = "compare", .max_attempts = m->o->step_attempts,
                         .started_reason = "VerificationStarted",
@@ -97,54 +85,54 @@ gw_rc mig_step_verifying(struct mig *m)
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
   const cJSON *rep = r.v.report;
   if(o == STEP_WAIT || o == STEP_ERROR) {
-    mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+    edit_cond(&m->ed, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
              "the compare Job %s-compare-%d is running", m->name, r.attempt);
   } else if(o == STEP_PASSED || rep) {
     const cJSON *schema = json_get(rep, "schema.equal"), *data = json_get(rep, "data.equal");
     bool schema_bad = cJSON_IsFalse(schema), data_bad = cJSON_IsFalse(data);
-    mig_step_set(m, "compare", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
+    step_record(&m->ed, "compare", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
     if(schema_bad) {
       char diffs[700];
       schema_differences(rep, diffs, sizeof(diffs));
-      mig_cond(m, C_VERIFIED, COND_FALSE, "SchemaMismatch",
+      edit_cond(&m->ed, C_VERIFIED, COND_FALSE, "SchemaMismatch",
                "compare schema reported differences between source and target%s%s; details "
                "are in the compare Job's log (%s-compare-%d)", *diffs ? ": " : "", diffs,
                m->name, r.attempt);
-      mig_event_if_cond(m, C_VERIFIED, EV_WARNING, "VerificationMismatch",
+      edit_event_if_cond(&m->ed, C_VERIFIED, EV_WARNING, "VerificationMismatch",
                         "compare schema reported differences; see the logs of Job "
                         "%s-compare-%d", m->name, r.attempt);
     } else if(data_bad) {
       char tables[600];
       differing(rep, tables, sizeof(tables));
-      mig_cond(m, C_VERIFIED, COND_FALSE, "DataMismatch",
+      edit_cond(&m->ed, C_VERIFIED, COND_FALSE, "DataMismatch",
                "compare data reported differences%s%s%s; details are in the compare Job's log "
                "(%s-compare-%d)", *tables ? " in " : "", tables, schema ? " (the schema matched)"
                : "", m->name, r.attempt);
-      mig_event_if_cond(m, C_VERIFIED, EV_WARNING, "VerificationMismatch",
+      edit_event_if_cond(&m->ed, C_VERIFIED, EV_WARNING, "VerificationMismatch",
                         "compare data reported differences%s%s; see the logs of Job "
                         "%s-compare-%d", *tables ? " in " : "", tables, m->name, r.attempt);
     } else if(o == STEP_PASSED) {
-      mig_cond(m, C_VERIFIED, COND_TRUE, "ComparePassed",
+      edit_cond(&m->ed, C_VERIFIED, COND_TRUE, "ComparePassed",
                "every requested compare (%s%s%s) found source and target matching",
                wants(m, "schema") ? "schema" : "", wants(m, "schema") && wants(m, "data")
                ? ", " : "", wants(m, "data") ? "data" : "");
-      mig_event_if_cond(m, C_VERIFIED, EV_NORMAL, "Verified",
+      edit_event_if_cond(&m->ed, C_VERIFIED, EV_NORMAL, "Verified",
                         "compare found source and target matching");
     } else {
       /* a failure that is not a mismatch: no verdict, which is not a match either */
-      mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+      edit_cond(&m->ed, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
                "the compare gave no verdict: %s", r.message);
     }
     mig_complete(m, "MigrationSucceeded", "the migration finished%s",
                  schema_bad || data_bad ? "; compare reported differences (see Verified)"
                                         : "");
   } else {
-    mig_step_set(m, "compare", r.attempt, "Failed", r.message);
-    mig_cond(m, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
+    step_record(&m->ed, "compare", r.attempt, "Failed", r.message);
+    edit_cond(&m->ed, C_VERIFIED, COND_UNKNOWN, "VerificationRunning",
              "the compare gave no verdict after %d attempts: %s", r.attempt, r.message);
     mig_complete(m, "MigrationSucceeded",
                  "the migration finished; the compare gave no verdict (see Verified)");
   }
   step_run_release(&r);
-  return GW_OK;
+  return STEP_WAIT; /* Completed once written */
 }

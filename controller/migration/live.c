@@ -212,35 +212,35 @@ static void sample_lag(struct mig *m)
 {
   long long age = mig_since_ms(m, "lagSampleTime");
   if(age < m->o->lag_interval_ms) {
-    mig_requeue(m, (long)(m->o->lag_interval_ms - age));
+    edit_requeue(&m->ed, (long)(m->o->lag_interval_ms - age));
     return;
   }
-  mig_requeue(m, m->o->lag_interval_ms);
+  edit_requeue(&m->ed, m->o->lag_interval_ms);
   int64_t lag = lag_sample(m);
   int64_t max = mig_max_lag(m);
   int count = (int)mig_status_int(m, "catchUpSamples", 0);
   int next = mig_catchup_next(count, lag >= 0, lag, max);
-  mig_set_int(m, "catchUpSamples", next);
-  mig_set_now(m, "lagSampleTime");
+  edit_set_int(&m->ed, "catchUpSamples", next);
+  edit_set_now(&m->ed, "lagSampleTime");
   if(lag >= 0)
-    mig_set_int(m, "lagBytes", lag);
+    edit_set_int(&m->ed, "lagBytes", lag);
   const char *reason = mig_catchup_reason(next);
   if(lag < 0)
-    mig_cond(m, C_CAUGHT_UP, COND_FALSE, reason, "no replication sample is available yet");
+    edit_cond(&m->ed, C_CAUGHT_UP, COND_FALSE, reason, "no replication sample is available yet");
   else if(next >= 2)
-    mig_cond(m, C_CAUGHT_UP, COND_TRUE, reason,
+    edit_cond(&m->ed, C_CAUGHT_UP, COND_TRUE, reason,
              "the replication lag was at or below %lld bytes on %d consecutive samples",
              (long long)max, next);
   else if(next == 1)
-    mig_cond(m, C_CAUGHT_UP, COND_FALSE, reason,
+    edit_cond(&m->ed, C_CAUGHT_UP, COND_FALSE, reason,
              "one sample measured %lld bytes of lag, at or below %lld; waiting for a second "
              "consecutive one", (long long)lag, (long long)max);
   else
-    mig_cond(m, C_CAUGHT_UP, COND_FALSE, reason,
+    edit_cond(&m->ed, C_CAUGHT_UP, COND_FALSE, reason,
              "the replication lag is %lld bytes, above spec.follow.maxCatchupLag (%lld)",
              (long long)lag, (long long)max);
   if(next >= 2 && m->phase == MP_STREAMING)
-    mig_set_phase(m, MP_CUTOVER_PENDING);
+    edit_phase(&m->ed, MP_CUTOVER_PENDING);
 }
 
 /* ---- the base copy ---- */
@@ -249,9 +249,9 @@ static void base_copy(struct mig *m, const struct job_view *worker)
 {
   if(!mig_status_bool(m, "baseCopyLogged")) {
     char *tail = NULL;
-    if(!mig_log_tail(m, worker->pod, 20000, &tail) && mig_tail_base_copy_done(tail)) {
-      mig_set_bool(m, "baseCopyLogged", true);
-      mig_requeue(m, 1);
+    if(!rj_log_tail(&m->owner, worker->pod, 20000, &tail) && mig_tail_base_copy_done(tail)) {
+      edit_set_bool(&m->ed, "baseCopyLogged", true);
+      edit_requeue(&m->ed, 1);
     }
     free(tail);
     return;
@@ -260,37 +260,37 @@ static void base_copy(struct mig *m, const struct job_view *worker)
   long long age = mig_since_ms(m, "lagSampleTime");
   const char *reason = cond_reason(m->obj, C_CLONE);
   if(reason && !strcmp(reason, "TablesEmptyOnTarget") && age < m->o->lag_interval_ms) {
-    mig_requeue(m, (long)(m->o->lag_interval_ms - age));
+    edit_requeue(&m->ed, (long)(m->o->lag_interval_ms - age));
     return;
   }
   char *names = NULL, err[512] = "";
   int empty = presence_sample(m, &names, err, sizeof(err));
   if(empty < 0) {
     log_kv(LOG_INFO, "presence sample not taken", "key", m->rc->key, "reason", err, LOG_END);
-    mig_requeue(m, m->o->lag_interval_ms);
+    edit_requeue(&m->ed, m->o->lag_interval_ms);
   } else if(empty > 0) {
-    mig_cond(m, C_CLONE, COND_FALSE, "TablesEmptyOnTarget",
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "TablesEmptyOnTarget",
              "the worker logged the base copy finished, but %d tables hold rows on the source "
              "and none on the target: %s; the stream is reported but not driven until a "
              "sample finds a row in each", empty, names);
-    mig_event_if_cond(m, C_CLONE, EV_WARNING, "TablesEmptyOnTarget",
+    edit_event_if_cond(&m->ed, C_CLONE, EV_WARNING, "TablesEmptyOnTarget",
                       "the worker logged the base copy finished while %d tables hold rows on "
                       "the source and none on the target: %s", empty, names);
-    mig_cond(m, C_STREAMING, COND_TRUE, "Replaying",
+    edit_cond(&m->ed, C_STREAMING, COND_TRUE, "Replaying",
              "the worker's apply process is replaying changes (not driven: tables are empty "
              "on the target)");
-    mig_set_now(m, "lagSampleTime");
-    mig_requeue(m, m->o->lag_interval_ms);
+    edit_set_now(&m->ed, "lagSampleTime");
+    edit_requeue(&m->ed, m->o->lag_interval_ms);
   } else {
-    mig_cond(m, C_CLONE, COND_TRUE, "BaseCopyDone",
+    edit_cond(&m->ed, C_CLONE, COND_TRUE, "BaseCopyDone",
              "the worker logged the base copy finished and no table holds rows on the source "
              "and none on the target; change replay took over");
-    mig_cond(m, C_STREAMING, COND_TRUE, "Replaying",
+    edit_cond(&m->ed, C_STREAMING, COND_TRUE, "Replaying",
              "the worker's apply process is replaying changes to the target");
-    mig_cond(m, C_CAUGHT_UP, COND_FALSE, "Lagging", "no replication sample is available yet");
-    mig_set_int(m, "catchUpSamples", 0);
-    mig_set_phase(m, MP_STREAMING);
-    mig_requeue(m, 1);
+    edit_cond(&m->ed, C_CAUGHT_UP, COND_FALSE, "Lagging", "no replication sample is available yet");
+    edit_set_int(&m->ed, "catchUpSamples", 0);
+    edit_phase(&m->ed, MP_STREAMING);
+    edit_requeue(&m->ed, 1);
   }
   free(names);
 }

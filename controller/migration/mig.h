@@ -1,29 +1,30 @@
 /*
  * mig.h: the Migration controller's internals, shared by its files (docs/dev/migration-controller.md
- * is the design; seed 000 the behaviour).
+ * is the design; seed 000 the behaviour; docs/dev/controller-core.md the core it stands on:
+ * the status edit, the phase table, runner Jobs, the step driver).
  *
- *   reconcile.c  the dispatch: first observation, absorbing ends, deletion, suspension, the
- *                step of the phase
- *   edit.c       what one reconcile changes (phase, conditions, status fields) applied to the
- *                fresh object in one /status write, the phase transition table, and the Events
- *                emitted after the write
- *   jobs.c       runner Job and work-dir PVC rendering, idempotent creation, the state of a
- *                step's Job and its Pod, the termination report, the redacted log tail
- *   secrets.c    a Secret key read for the controller's own libpq connections
- *   validate.c   the shared rule set and the rendering check (InvalidSpec)
- *   preflight.c  Validating: the version probe, the preflight Job and its report
- *   worker.c     the worker attempts, the command line per pgcopydb version, log-tail
- *                classification (PermissionDenied, the restart signature), WorkerZombie
- *   probe.c      pg_stat_activity on the target: Cloning, CopyingData, Finalizing
- *   catalog.c    clone-only: the catalog Job once the worker exited (CloneSucceeded,
- *                CloneIncomplete)
- *   live.c       live: base copy marker, presence sample, Streaming, lag, catch-up
- *   cutover.c    CutoverPending, CuttingOver: the cutover Job, the drain (verify Job)
- *   ownership.c  the <name>-reown handover
- *   verify.c     Verifying: spec.verify.compare
- *   cleanup.c    the cleanup Job, the finalizer, deletion
- *   suspend.c    spec.suspend and resume
- *   metrics.c    per-Migration metrics from the cache
+ *   reconcile.c   the dispatch: first observation, absorbing ends, deletion, suspension, the
+ *                 step of the phase, and the order of the steps after the copy (the tails)
+ *   edit.c        the phase table, Complete and Failed, the one status write of a reconcile
+ *   jobs.c        the Migration's runner Jobs (names, credentials, the work dir) on the core's
+ *   secrets.c     a Secret key read for the controller's own libpq connections
+ *   pgpool.c      the controller's database sessions, kept between samples
+ *   validate.c    the shared rule set and the rendering check (InvalidSpec)
+ *   observe.c     the first observation (Pending)
+ *   worker.c      the worker attempts, log-tail classification (PermissionDenied, the restart
+ *   worker_args.c   signature), WorkerZombie; the command line per pgcopydb version
+ *   the steps, one per file (a step never calls another):
+ *   preflight.c   Validating: the version probe, the preflight Job and its report
+ *   probe.c       pg_stat_activity on the target: Cloning, CopyingData, Finalizing
+ *   live.c        live: base copy marker, presence sample, Streaming, lag, catch-up
+ *   catalog.c     clone tail: Finalizing, the catalog Job (CloneSucceeded, CloneIncomplete)
+ *   cutover.c     live tail: the approval, the cutover Job (end position), the drain
+ *   verify.c      live tail: the verify Job (DrainVerified, DrainIncomplete)
+ *   reown.c       the <name>-reown handover
+ *   cleanup.c     the cleanup Job, the finalizer, deletion
+ *   compare.c     Verifying: spec.verify.compare
+ *   suspend.c     spec.suspend and resume
+ *   metrics.c     per-Migration metrics from the cache
  *
  * One reconcile decides from the object it read (and what it reads from the API and the
  * databases), queues its changes in m->ed, writes them once (mig_commit), then emits the queued
@@ -38,7 +39,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../edit.h"
+#include "../runjob.h"
+#include "../stepdrive.h"
 #include "../manager.h"
+#include "api/migration.h"
 #include "migration.h"
 
 enum mig_phase {
@@ -57,12 +62,11 @@ enum mig_phase {
   MP_COUNT
 };
 
+/* The phase table (edit.c), which every status write enforces; staying in a phase is always
+ * allowed; resuming from Suspended goes only to status.suspendedFrom. */
+extern const struct phase_table mig_phases;
 const char *mig_phase_name(enum mig_phase p);
 enum mig_phase mig_phase_parse(const char *s);
-/* The transition table of docs/dev/migration-controller.md ("The phase machine"). Staying in a
- * phase is always allowed; resuming from Suspended is allowed only to suspendedFrom, which the
- * caller checks (resume_to). */
-bool mig_transition_allowed(enum mig_phase from, enum mig_phase to, enum mig_phase resume_to);
 
 /* Condition types (seed 000). */
 #define C_VALIDATED "Validated"
@@ -81,51 +85,10 @@ bool mig_transition_allowed(enum mig_phase from, enum mig_phase to, enum mig_pha
 #define MIG_WORK_DIR "/var/lib/godwit/pgcopydb" /* pgcopydb's --dir, on the PVC */
 #define MIG_FILTERS_FILE "/var/lib/godwit/filters.ini"
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
+/* A status write refused because the object moved meanwhile: decide again soon, from the
+ * fresh object (not the queue's backoff: nothing failed). */
+#define MIG_CONFLICT_RETRY_MS 50
 #define MIG_LABEL "godwit.dev/migration"
-#define MIG_STEP_LABEL "godwit.dev/step"
-#define MIG_ATTEMPT_LABEL "godwit.dev/attempt"
-
-/* ---- edit.c ---- */
-
-#define MIG_MAX_CONDS 12
-#define MIG_MAX_FIELDS 24
-#define MIG_MAX_EVENTS 12
-
-enum mig_ev_dep { EVD_ALWAYS, EVD_WRITTEN, EVD_PHASE, EVD_COND };
-
-struct mig_cond_edit {
-  char type[32], status[8], reason[48];
-  char *message;
-  bool remove;
-  bool changed; /* status or reason moved on the last application */
-};
-
-struct mig_field {
-  char path[64];
-  cJSON *value; /* NULL: remove */
-};
-
-struct mig_event {
-  const char *type;
-  char reason[48];
-  char *message;
-  enum mig_ev_dep dep; /* emitted only if the phase (or the condition dep_type) changed */
-  char dep_type[32];
-};
-
-struct mig_edit {
-  enum mig_phase expect; /* the phase decided from; a fresh object elsewhere is a conflict */
-  char expect_rv[64];    /* the resourceVersion decided from ("": any) */
-  enum mig_phase phase;  /* MP_NONE: unchanged */
-  bool phase_changed;
-  struct mig_cond_edit conds[MIG_MAX_CONDS];
-  size_t nconds;
-  struct mig_field fields[MIG_MAX_FIELDS];
-  size_t nfields;
-  struct mig_event events[MIG_MAX_EVENTS];
-  size_t nevents;
-  bool oom;
-};
 
 /* ---- the reconcile context ---- */
 
@@ -134,6 +97,9 @@ struct pgc_version {
   int major, minor;
   char text[64];
 };
+
+/* The current worker attempt, as mig_worker (worker.c) sees it. */
+enum worker_state { W_WAIT, W_RUNNING, W_SUCCEEDED, W_FAILED };
 
 struct mig {
   struct rec_ctx *rc;
@@ -148,35 +114,13 @@ struct mig {
   char appname[32];  /* PGAPPNAME of the workers: godwit-<first 8 of the uid> */
   char slot[64];     /* status.slotName, or the one to choose */
   struct pgc_version version;
-  struct mig_edit ed;
-  long requeue_ms; /* the soonest look requested; 0: none */
+  struct status_edit ed; /* what this reconcile decides (controller/edit.h) */
+  struct rj_owner owner; /* the Migration as its runner Jobs' owner (controller/runjob.h) */
+  enum worker_state ws;  /* this pass's (mig_worker), for the live tail */
 };
 
 void mig_init(struct mig *m, struct rec_ctx *rc, const struct migration_opts *o, cJSON *obj);
 void mig_release(struct mig *m);
-
-void mig_set_phase(struct mig *m, enum mig_phase p);
-void mig_cond(struct mig *m, const char *type, const char *status, const char *reason,
-              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-void mig_cond_remove(struct mig *m, const char *type);
-/* Status fields under "status." (path without the prefix); takes v. */
-void mig_set(struct mig *m, const char *path, cJSON *v);
-void mig_set_int(struct mig *m, const char *path, long long v);
-void mig_set_str(struct mig *m, const char *path, const char *v);
-void mig_set_bool(struct mig *m, const char *path, bool v);
-void mig_set_now(struct mig *m, const char *path);
-void mig_unset(struct mig *m, const char *path);
-/* Events emitted after the write: always, or only when the phase / condition changed. */
-void mig_event(struct mig *m, const char *type, const char *reason, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-void mig_event_if_written(struct mig *m, const char *type, const char *reason, const char *fmt,
-                          ...) __attribute__((format(printf, 4, 5)));
-void mig_event_if_phase(struct mig *m, const char *type, const char *reason, const char *fmt,
-                        ...) __attribute__((format(printf, 4, 5)));
-void mig_event_if_cond(struct mig *m, const char *cond_type, const char *type,
-                       const char *reason, const char *fmt, ...)
-  __attribute__((format(printf, 5, 6)));
-void mig_requeue(struct mig *m, long ms);
 
 /* The terminal outcomes. mig_fail: Failed=True reason, phase Failed, completionTime, a Warning
  * Event of the same reason. mig_complete: Complete=True reason, phase Completed,
@@ -186,40 +130,17 @@ void mig_fail(struct mig *m, const char *reason, const char *fmt, ...)
 void mig_complete(struct mig *m, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
-/* Writes the queued changes through /status (conflict-safe), then emits the Events.
- * GW_ECONFLICT: the object moved to another phase meanwhile (decide again); GW_EINVAL: a
- * transition the table refuses (a bug, logged). */
+/* Writes m->ed through /status (controller/edit.h: conflict-safe, Events after the write) and
+ * takes the stored object as m->obj. GW_ECONFLICT: the object moved meanwhile (decide again);
+ * GW_EINVAL: a transition the table refuses (a bug, logged). */
 gw_rc mig_commit(struct mig *m) GW_MUST_CHECK;
-
-/* Applies an edit to obj (the status_mutate of mig_commit; exposed for tests). */
-gw_rc mig_edit_apply(struct mig_edit *ed, cJSON *obj, const char *key, bool *changed)
-  GW_MUST_CHECK;
-void mig_edit_release(struct mig_edit *ed);
 
 /* Status reads of the object as read. */
 long long mig_status_int(const struct mig *m, const char *path, long long dflt);
 const char *mig_status_str(const struct mig *m, const char *path);
 bool mig_status_bool(const struct mig *m, const char *path);
-/* The step's status.steps.<step>: attempt (0: never started) and result ("" when none). */
-int mig_step_attempt(const struct mig *m, const char *step);
-const char *mig_step_result(const struct mig *m, const char *step);
-void mig_step_set(struct mig *m, const char *step, int attempt, const char *result,
-                  const char *message);
 
 /* ---- jobs.c ---- */
-
-enum job_state { JOB_ABSENT, JOB_DELETING, JOB_PENDING, JOB_RUNNING, JOB_SUCCEEDED, JOB_FAILED };
-
-struct job_view {
-  enum job_state state;
-  char name[96];
-  char pod[160];        /* the newest Pod, "" when none */
-  char waiting[1024];   /* "Reason: message" of a Pod that cannot start, "" otherwise */
-  int exit_code;        /* of the terminated container, -1 when unknown */
-  char failure[512];    /* the Job's Failed condition, "Reason: message" */
-  cJSON *report;        /* the parsed termination message, or NULL */
-  long long pod_started; /* epoch seconds the container started, 0 when unknown */
-};
 
 struct job_spec {
   const char *step;
@@ -235,58 +156,36 @@ struct job_spec {
   const char *env[8][2]; /* more plain env pairs; name NULL ends */
 };
 
+/* The Job of step and attempt: "<name>-<step>-<attempt>", but "<name>-reown" for the first
+ * handover (seed 000 names "the <name>-reown Job"). */
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len);
+/* m->owner: the Migration as the owner of runner Jobs (controller/runjob.h). */
+void mig_owner_init(struct mig *m);
 /* A runner step's Job (godwit-runner STEP in the runner image, container "runner"): fills s
  * and returns its argument array, which already holds the step; the caller adds the flags and
  * the credentials and volume it needs. */
 cJSON *mig_runner_spec(const struct mig *m, struct job_spec *s, const char *step, int attempt);
 /* Appends a string argument (NULL as ""). */
 void mig_arg(cJSON *args, const char *value);
-/* The Job object (labels, ownerReference, template digest); NULL when out of memory. */
-cJSON *mig_job_render(const struct mig *m, const struct job_spec *s);
-/* Creates the Job; *created false when it already existed. */
-gw_rc mig_job_create(struct mig *m, const struct job_spec *s, bool *created) GW_MUST_CHECK;
+/* The Job object (labels, ownerReference, template digest); NULL when out of memory. Takes
+ * s->args. */
+cJSON *mig_job_render(const struct mig *m, struct job_spec *s);
+/* Creates the Job; *created false when it already existed. Takes s->args. */
+gw_rc mig_job_create(struct mig *m, struct job_spec *s, bool *created) GW_MUST_CHECK;
 gw_rc mig_job_get(struct mig *m, const char *step, int attempt, struct job_view *out)
   GW_MUST_CHECK;
-void job_view_release(struct job_view *v);
 /* Deletes the Job and its Pods (background); absent is fine. */
 gw_rc mig_job_delete(struct mig *m, const char *step, int attempt) GW_MUST_CHECK;
-/* Worker Pods of the Migration that have not ended (running, starting, or stopping within their
- * grace period): a Job deleted in the background is gone before its Pods are, and a stopping
- * pgcopydb still writes the work dir and holds the slot. Neither a new worker nor the cleanup
- * starts before they are gone. An error (the Pods cannot be listed) counts as "wait". */
-gw_rc mig_worker_pods_running(struct mig *m, int *running) GW_MUST_CHECK;
-/* Deletes a Pod (WorkerZombie). */
-gw_rc mig_pod_delete(struct mig *m, const char *pod) GW_MUST_CHECK;
-/* The last lines of a Pod's log, scrubbed of passwords (malloc'd). */
-gw_rc mig_log_tail(struct mig *m, const char *pod, long lines, char **out) GW_MUST_CHECK;
 /* The work-dir PVC <name>-workdir, created when missing. */
 gw_rc mig_pvc_ensure(struct mig *m) GW_MUST_CHECK;
 /* A scrubbed copy of s cut to max bytes (malloc'd, never NULL unless out of memory). */
 char *mig_scrub(const char *s, size_t max);
-/* The report's "result" ("Passed", "Failed", "Transient") or NULL. */
-const char *job_report_result(const struct job_view *v);
 
-/* A runner step driven to a verdict: creates attempt 1, reads the Job, retries transient
- * failures (exit 2, or no report) up to max_attempts. */
-enum step_outcome { STEP_WAIT, STEP_PASSED, STEP_FAILED, STEP_ERROR };
-struct step_run {
-  const char *step;
-  int max_attempts;
-  const char *started_reason; /* Event on creation (NULL: none) */
-  const char *started_fmt;    /* its message; %d is the attempt */
-  /* out */
-  struct job_view v;
-  int attempt;
-  bool created;
-  bool retried; /* the attempt failed without a verdict: the next one is decided */
-  char message[1024]; /* what to say about the verdict or the wait */
-};
-/* render fills s for the attempt; ctx is its argument. */
+/* A runner step driven to a verdict by the core (controller/stepdrive.h), with the
+ * Migration's Job names; render fills s for the attempt, ctx is its argument. */
 typedef void (*step_render_fn)(struct mig *m, int attempt, struct job_spec *s, void *ctx);
 enum step_outcome mig_step_drive(struct mig *m, struct step_run *r, step_render_fn render,
                                  void *ctx);
-void step_run_release(struct step_run *r);
 
 /* ---- secrets.c ---- */
 
@@ -348,7 +247,6 @@ bool mig_tail_fatal_exit(const char *tail);
 /* The worker logged that the base copy finished (--follow). */
 bool mig_tail_base_copy_done(const char *tail);
 
-enum worker_state { W_WAIT, W_RUNNING, W_SUCCEEDED, W_FAILED };
 /* The current attempt's worker: created when absent (unless suspended), failures classified
  * and retried (the edit says what happened), success reported. v is the Job. */
 enum worker_state mig_worker(struct mig *m, struct job_view *v);
@@ -356,36 +254,51 @@ const char *mig_image(const struct mig *m);
 /* The worker Job of the current attempt exists or is created (no Event when it existed). */
 gw_rc mig_worker_ensure(struct mig *m, int attempt) GW_MUST_CHECK;
 
-/* ---- the steps ---- */
+/* ---- the steps ----
+ * One function per step, in the file of the step's name; a step reads this header and the
+ * core's, never another step: the order in which they run is the dispatch's (reconcile.c:
+ * the phases, and the clone and live tails after the copy). A tail step returns STEP_PASSED when
+ * it is done (now or before), STEP_WAIT while it is not (it asked for the next look), and
+ * STEP_FAILED when the Migration failed (recorded). */
 
+/* Validating: the version probe and the preflight Job (preflight.c). */
 gw_rc mig_step_validating(struct mig *m);
 /* Validated=True SpecValid, with the preflight's summary and the plugin the worker decodes with
  * (NULL for a clone, or a Migration validated before the preflight chose one). */
 void mig_spec_valid(struct mig *m, const char *summary, const char *plugin);
+/* The samplers while the worker runs: the target's pg_stat_activity (probe.c), the source's
+ * lag and the base-copy marker (live.c). */
 void mig_probe(struct mig *m, const struct job_view *worker);
+void mig_live(struct mig *m, const struct job_view *worker);
 /* Catch-up counting: the next count after a sample, and the condition it gives. */
 int mig_catchup_next(int count, bool have_sample, int64_t lag, int64_t max);
 const char *mig_catchup_reason(int count); /* Lagging, ConfirmingCatchUp, LagBelowThreshold */
-void mig_live(struct mig *m, const struct job_view *worker);
 int64_t mig_max_lag(const struct mig *m);
-/* The handover: STEP_WAIT, STEP_PASSED (or not needed), STEP_FAILED (recorded). */
-enum step_outcome mig_ownership(struct mig *m);
-gw_rc mig_step_verifying(struct mig *m);
-/* After the data is on the target: Verifying or Completed. */
-void mig_finish(struct mig *m);
-gw_rc mig_deletion(struct mig *m);
-/* The cleanup Job at the end of a live migration: STEP_WAIT, or done either way. */
+/* The clone tail (catalog.c): Cloning -> Finalizing, then the catalog Job. */
+enum step_outcome mig_step_finalizing(struct mig *m);
+enum step_outcome mig_step_catalog(struct mig *m);
+/* The live tail (cutover.c): the approval, the end position, the drain to it. */
+enum step_outcome mig_step_approval(struct mig *m);
+enum step_outcome mig_step_cutover(struct mig *m);
+enum step_outcome mig_step_drain(struct mig *m);
+/* The drain's proof, then CutoverCompleted (verify.c). */
+enum step_outcome mig_step_verify(struct mig *m);
+enum step_outcome mig_step_cutover_completed(struct mig *m);
+/* The handover (reown.c): STEP_PASSED also when spec.clone.ownerAfterRestore is unset. */
+enum step_outcome mig_step_reown(struct mig *m);
+/* Verifying (compare.c): the compare Job, then Completed either way. */
+enum step_outcome mig_step_compare(struct mig *m);
+/* The cleanup Job at the end of a live migration or on deletion (cleanup.c): STEP_WAIT, or
+ * done either way (STEP_PASSED, or STEP_FAILED with CleanupFailed recorded). */
 enum step_outcome mig_cleanup(struct mig *m, bool deleting);
+gw_rc mig_deletion(struct mig *m);
 /* Adds or removes the finalizer pgcopydb.io/cleanup; on success m->obj's metadata is the stored
  * one (replaced in place: pointers into its spec and status stay valid). */
 gw_rc mig_finalizer(struct mig *m, bool add) GW_MUST_CHECK;
+/* spec.suspend and the resume (suspend.c). */
 gw_rc mig_suspend(struct mig *m);
 gw_rc mig_resume(struct mig *m);
 
-/* Clone-only, once the worker exited 0: Finalizing, the catalog, the handover, then finish. */
-void mig_clone_done(struct mig *m);
-/* CutoverPending and CuttingOver (the worker's state as mig_worker left it). */
-void mig_cutover(struct mig *m, enum worker_state ws);
 /* Milliseconds since the RFC 3339 time at status.<path> (very large when unset). */
 long long mig_since_ms(const struct mig *m, const char *path);
 

@@ -74,26 +74,26 @@ static bool version_known(struct mig *m)
 {
   const char *img = json_get_str(m->obj, "spec.worker.image");
   if(!img || !*img || !strcmp(img, m->o->runner_image) || m->version.known ||
-     !strcmp(mig_step_result(m, "probe"), "Passed") ||
-     !strcmp(mig_step_result(m, "probe"), "Failed"))
+     !strcmp(step_result(m->obj, "probe"), "Passed") ||
+     !strcmp(step_result(m->obj, "probe"), "Failed"))
     return true;
   struct step_run r = { .step = "probe", .max_attempts = m->o->step_attempts };
   enum step_outcome o = mig_step_drive(m, &r, render_version, NULL);
   if(o == STEP_PASSED) {
     char *log = NULL;
-    if(!mig_log_tail(m, r.v.pod, 50, &log)) {
+    if(!rj_log_tail(&m->owner, r.v.pod, 50, &log)) {
       const char *brace = strchr(log, '{');
       cJSON *j = brace ? cJSON_Parse(brace) : NULL;
       const char *v = json_get_str(j, "pgcopydb");
       if(v && *v)
-        mig_set_str(m, "pgcopydbVersion", v);
+        edit_set_str(&m->ed, "pgcopydbVersion", v);
       cJSON_Delete(j);
     }
     free(log);
-    mig_step_set(m, "probe", r.attempt, "Passed", NULL);
+    step_record(&m->ed, "probe", r.attempt, "Passed", NULL);
   } else if(o == STEP_FAILED) {
     /* unknown: render the flags every version knows, and say so */
-    mig_step_set(m, "probe", r.attempt, "Failed", r.message);
+    step_record(&m->ed, "probe", r.attempt, "Failed", r.message);
     log_kv(LOG_WARN, "the worker image's pgcopydb version is unknown", "key", m->rc->key,
            LOG_END);
   }
@@ -125,7 +125,7 @@ static void tier_events(struct mig *m, const cJSON *report, const char *list, co
       if(sql && !rc)
         rc = strbuf_addf(&sb, "%s %s (%s)", i++ ? ";" : "", sql, on ? on : "target");
     }
-    mig_event_if_cond(m, C_VALIDATED, EV_NORMAL, reason, "%s", strbuf_str(&sb));
+    edit_event_if_cond(&m->ed, C_VALIDATED, EV_NORMAL, reason, "%s", strbuf_str(&sb));
     strbuf_release(&sb);
   }
 }
@@ -144,7 +144,7 @@ static int list_len(const cJSON *report, const char *path)
 
 void mig_spec_valid(struct mig *m, const char *summary, const char *plugin)
 {
-  mig_cond(m, C_VALIDATED, COND_TRUE, "SpecValid",
+  edit_cond(&m->ed, C_VALIDATED, COND_TRUE, "SpecValid",
            "the spec renders into worker Jobs and the preflight passed: %s%s%s",
            summary ? summary : "every check passed",
            plugin && *plugin ? "; changes are decoded with " : "", plugin ? plugin : "");
@@ -156,25 +156,25 @@ static void passed(struct mig *m, const struct step_run *r)
   const char *summary = json_get_str(rep, "summary");
   const char *ver = json_get_str(rep, "pgcopydb.version");
   if(ver && *ver && !json_get_str(m->obj, "spec.worker.image"))
-    mig_set_str(m, "pgcopydbVersion", ver);
+    edit_set_str(&m->ed, "pgcopydbVersion", ver);
   const cJSON *checks = json_get(rep, "checks.passed");
-  mig_set_int(m, "preflight.checks", cJSON_IsNumber(checks) ? (long long)checks->valuedouble : 0);
-  mig_set_int(m, "preflight.remediated",
+  edit_set_int(&m->ed, "preflight.checks", cJSON_IsNumber(checks) ? (long long)checks->valuedouble : 0);
+  edit_set_int(&m->ed, "preflight.remediated",
               list_len(rep, m->dry_run ? "wouldRemediate" : "remediated"));
-  mig_step_set(m, "preflight", r->attempt, "Passed", summary ? summary : "passed");
+  step_record(&m->ed, "preflight", r->attempt, "Passed", summary ? summary : "passed");
   /* the plugin the preflight tried for real; the worker decodes with it */
   const char *plugin = m->live ? json_get_str(rep, "outputPlugin") : NULL;
   if(plugin && *plugin)
-    mig_set_str(m, "outputPlugin", plugin);
+    edit_set_str(&m->ed, "outputPlugin", plugin);
   mig_spec_valid(m, summary, plugin);
   if(m->dry_run)
     tier_events(m, rep, "wouldRemediate", "PreflightWouldRemediate", "would grant");
   else
     tier_events(m, rep, "remediated", "PreflightRemediated", "granted");
-  mig_event_if_cond(m, C_VALIDATED, EV_NORMAL, "PreflightPassed", "%s",
+  edit_event_if_cond(&m->ed, C_VALIDATED, EV_NORMAL, "PreflightPassed", "%s",
                     summary ? summary : "every preflight check passed");
   if(m->dry_run) {
-    mig_event_if_cond(m, C_VALIDATED, EV_NORMAL, "DryRunSucceeded",
+    edit_event_if_cond(&m->ed, C_VALIDATED, EV_NORMAL, "DryRunSucceeded",
                       "the dry run's preflight passed; no worker Job was created and no data "
                       "moved");
     mig_complete(m, "DryRunSucceeded",
@@ -182,14 +182,14 @@ static void passed(struct mig *m, const struct step_run *r)
                  "moved", summary ? summary : "every check passed");
     return;
   }
-  mig_set_phase(m, MP_CLONING);
-  mig_set_int(m, "attempts", 1);
-  mig_set_bool(m, "copyingDataSeen", false);
+  edit_phase(&m->ed, MP_CLONING);
+  edit_set_int(&m->ed, "attempts", 1);
+  edit_set_bool(&m->ed, "copyingDataSeen", false);
   if(m->live)
-    mig_set_str(m, "slotName", m->slot);
-  mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt 1 of %d is starting",
+    edit_set_str(&m->ed, "slotName", m->slot);
+  edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt 1 of %d is starting",
            m->backoff_limit + 1);
-  mig_requeue(m, 1);
+  edit_requeue(&m->ed, 1);
 }
 
 gw_rc mig_step_validating(struct mig *m)
@@ -205,20 +205,18 @@ gw_rc mig_step_validating(struct mig *m)
   case STEP_ERROR:
     /* PreflightRunning; a Pod that cannot start says why, kubelet-style */
     if(*r.v.waiting)
-      mig_cond(m, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
+      edit_cond(&m->ed, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
                "preflight Job %s: its Pod cannot start: %s", r.v.name, r.v.waiting);
     else
-      mig_cond(m, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
+      edit_cond(&m->ed, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
                "the preflight Job %s-preflight-%d is running", m->name, r.attempt);
-    if(o == STEP_ERROR)
-      mig_requeue(m, 2000);
     break;
   case STEP_PASSED:
     passed(m, &r);
     break;
   case STEP_FAILED:
-    mig_step_set(m, "preflight", r.attempt, "Failed", r.message);
-    mig_cond(m, C_VALIDATED, COND_FALSE, "PreflightFailed", "%s", r.message);
+    step_record(&m->ed, "preflight", r.attempt, "Failed", r.message);
+    edit_cond(&m->ed, C_VALIDATED, COND_FALSE, "PreflightFailed", "%s", r.message);
     mig_fail(m, "PreflightFailed", "the preflight failed before any data moved: %s", r.message);
     break;
   }

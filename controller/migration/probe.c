@@ -42,10 +42,10 @@ void mig_probe(struct mig *m, const struct job_view *worker)
     return;
   long long age = since_ms(m, "lastProbe.time");
   if(age < m->o->probe_interval_ms) {
-    mig_requeue(m, (long)(m->o->probe_interval_ms - age));
+    edit_requeue(&m->ed, (long)(m->o->probe_interval_ms - age));
     return;
   }
-  mig_requeue(m, m->o->probe_interval_ms);
+  edit_requeue(&m->ed, m->o->probe_interval_ms);
   char err[512];
   const char *params[1] = { m->appname };
   long long copy = -1, other = -1, size = -1;
@@ -74,20 +74,20 @@ void mig_probe(struct mig *m, const struct job_view *worker)
   }
   if(copy < 0)
     return;
-  mig_set_now(m, "lastProbe.time");
-  mig_set_int(m, "lastProbe.copyWorkers", copy);
-  mig_set_int(m, "lastProbe.otherWorkers", other);
-  mig_set_int(m, "lastProbe.targetSizeBytes", size);
+  edit_set_now(&m->ed, "lastProbe.time");
+  edit_set_int(&m->ed, "lastProbe.copyWorkers", copy);
+  edit_set_int(&m->ed, "lastProbe.otherWorkers", other);
+  edit_set_int(&m->ed, "lastProbe.targetSizeBytes", size);
   int n = (int)mig_status_int(m, "attempts", 1);
   bool seen = mig_status_bool(m, "copyingDataSeen");
   if(copy > 0 && !seen) {
-    mig_set_bool(m, "copyingDataSeen", true);
+    edit_set_bool(&m->ed, "copyingDataSeen", true);
     if(!cond_is_true(m->obj, C_CLONE))
-      mig_cond(m, C_CLONE, COND_FALSE, "CopyingData",
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CopyingData",
                "attempt %d: %lld COPY workers of this migration are connected to the target", n,
                copy);
   } else if(copy == 0 && other > 0 && seen && m->phase == MP_CLONING) {
     /* the tail: indexes, constraints, vacuum, post-data; the target stops growing */
-    mig_set_phase(m, MP_FINALIZING);
+    edit_phase(&m->ed, MP_FINALIZING);
   }
 }

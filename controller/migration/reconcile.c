@@ -41,7 +41,7 @@ void mig_init(struct mig *m, struct rec_ctx *rc, const struct migration_opts *o,
   m->suspend = cJSON_IsTrue(json_get(obj, "spec.suspend"));
   m->deleting = json_get(obj, "metadata.deletionTimestamp") != NULL;
   const cJSON *bl = json_get(obj, "spec.backoffLimit");
-  m->backoff_limit = cJSON_IsNumber(bl) ? (int)bl->valuedouble : 6;
+  m->backoff_limit = cJSON_IsNumber(bl) ? (int)bl->valuedouble : MIGRATION_DEFAULT_BACKOFF_LIMIT;
   if(m->backoff_limit < 0)
     m->backoff_limit = 0;
   char uid8[9];
@@ -53,13 +53,13 @@ void mig_init(struct mig *m, struct rec_ctx *rc, const struct migration_opts *o,
   else
     snprintf(m->slot, sizeof(m->slot), "godwit_%s", uid8);
   mig_version_parse(json_get_str(obj, "status.pgcopydbVersion"), &m->version);
-  m->ed.phase = MP_NONE;
-  m->ed.expect = MP_NONE;
+  edit_init(&m->ed, &mig_phases);
+  mig_owner_init(m);
 }
 
 void mig_release(struct mig *m)
 {
-  mig_edit_release(&m->ed);
+  edit_release(&m->ed);
   cJSON_Delete(m->obj);
   m->obj = NULL;
 }
@@ -86,40 +86,6 @@ bool mig_status_bool(const struct mig *m, const char *path)
   return json_get_bool(m->obj, p, false);
 }
 
-int mig_step_attempt(const struct mig *m, const char *step)
-{
-  char p[64];
-  snprintf(p, sizeof(p), "steps.%s.attempt", step);
-  return (int)mig_status_int(m, p, 0);
-}
-
-const char *mig_step_result(const struct mig *m, const char *step)
-{
-  char p[64];
-  snprintf(p, sizeof(p), "steps.%s.result", step);
-  const char *r = mig_status_str(m, p);
-  return r ? r : "";
-}
-
-void mig_step_set(struct mig *m, const char *step, int attempt, const char *result,
-                  const char *message)
-{
-  char p[64];
-  snprintf(p, sizeof(p), "steps.%s.attempt", step);
-  mig_set_int(m, p, attempt);
-  snprintf(p, sizeof(p), "steps.%s.result", step);
-  mig_set_str(m, p, result);
-  snprintf(p, sizeof(p), "steps.%s.message", step);
-  if(message) {
-    char *clean = mig_scrub(message, 1000);
-    if(clean)
-      mig_set_str(m, p, clean);
-    free(clean);
-  } else {
-    mig_unset(m, p);
-  }
-}
-
 /* ---- the steps of the phases ---- */
 
 static bool finished(const struct mig *m)
@@ -131,39 +97,95 @@ static bool finished(const struct mig *m)
 /* A spec that cannot run: InvalidSpec, terminal where the phase machine allows Failed. */
 static void invalid(struct mig *m, const char *msg)
 {
-  if(!mig_transition_allowed(m->phase, MP_FAILED, MP_NONE)) {
+  if(!phase_allowed(&mig_phases, m->phase, MP_FAILED, MP_NONE)) {
     log_kv(LOG_WARN, "the spec does not validate; holding (Failed is not reachable from this "
            "phase)", "key", m->rc->key, "phase", mig_phase_name(m->phase), LOG_END);
-    mig_requeue(m, m->o->poll_interval_ms);
+    edit_requeue(&m->ed, m->o->poll_interval_ms);
     return;
   }
-  mig_cond(m, C_VALIDATED, COND_FALSE, "InvalidSpec", "the spec cannot be rendered into a "
+  edit_cond(&m->ed, C_VALIDATED, COND_FALSE, "InvalidSpec", "the spec cannot be rendered into a "
            "worker Job: %s", msg);
   mig_fail(m, "InvalidSpec", "spec validation failed: %s; retrying cannot help (source and "
            "target are immutable): fix the spec or create a new Migration", msg);
 }
 
+/* ---- the order of the steps after the copy ---- */
+
+/* A step of a tail runs once every row above it has passed. It returns STEP_PASSED when it is
+ * done (now, or on an earlier pass: its record is in status), STEP_WAIT while it is not (it
+ * asked for the next look), STEP_FAILED when the Migration failed (recorded). */
+struct tail_step {
+  const char *name;
+  enum step_outcome (*run)(struct mig *m);
+};
+
+/* The way out of the copy: Verifying when a compare is asked for, else Completed. */
+static enum step_outcome finish(struct mig *m)
+{
+  if(cJSON_GetArraySize(json_get(m->obj, "spec.verify.compare")) > 0) {
+    edit_phase(&m->ed, MP_VERIFYING);
+    edit_requeue(&m->ed, 1);
+    return STEP_WAIT;
+  }
+  mig_complete(m, "MigrationSucceeded", "%s", m->live
+               ? "the migration finished: drained, verified and cleaned up"
+               : "the migration finished: the clone is complete");
+  return STEP_WAIT;
+}
+
+/* The cleanup's failure is a Warning (CleanupFailed), not the Migration's. */
+static enum step_outcome cleanup(struct mig *m)
+{
+  return mig_cleanup(m, false) == STEP_WAIT ? STEP_WAIT : STEP_PASSED;
+}
+
+/* A clone, once the worker exited 0. */
+static const struct tail_step clone_tail[] = {
+  { "finalizing", mig_step_finalizing },
+  { "catalog", mig_step_catalog },
+  { "reown", mig_step_reown },
+  { "finish", finish },
+  { NULL, NULL },
+};
+
+/* A live migration, from CutoverPending. */
+static const struct tail_step live_tail[] = {
+  { "approval", mig_step_approval },
+  { "cutover", mig_step_cutover },
+  { "drain", mig_step_drain },
+  { "verify", mig_step_verify },
+  { "reown", mig_step_reown },
+  { "cutoverCompleted", mig_step_cutover_completed },
+  { "cleanup", cleanup },
+  { "finish", finish },
+  { NULL, NULL },
+};
+
+static void run_tail(struct mig *m, const struct tail_step *t)
+{
+  for(; t->run; t++)
+    if(t->run(m) != STEP_PASSED)
+      return;
+}
+
 static void running(struct mig *m)
 {
   struct job_view v;
-  enum worker_state ws = mig_worker(m, &v);
+  m->ws = mig_worker(m, &v);
   if(m->ed.phase == MP_FAILED) {
     job_view_release(&v);
     return;
   }
-  if(!m->live) {
-    if(ws == W_RUNNING)
-      mig_probe(m, &v);
-    else if(ws == W_SUCCEEDED)
-      mig_clone_done(m);
-  } else {
-    if(ws == W_RUNNING && !mig_status_bool(m, "baseCopyLogged"))
-      mig_probe(m, &v);
-    if(ws == W_RUNNING)
-      mig_live(m, &v);
-    mig_cutover(m, ws);
-  }
+  /* the samplers: what the target and the source show while the worker runs */
+  if(m->ws == W_RUNNING && (!m->live || !mig_status_bool(m, "baseCopyLogged")))
+    mig_probe(m, &v);
+  if(m->ws == W_RUNNING && m->live)
+    mig_live(m, &v);
   job_view_release(&v);
+  if(!m->live && m->ws == W_SUCCEEDED)
+    run_tail(m, clone_tail);
+  else if(m->live && (m->phase == MP_CUTOVER_PENDING || m->phase == MP_CUTTING_OVER))
+    run_tail(m, live_tail);
 }
 
 static gw_rc step(struct mig *m)
@@ -190,8 +212,8 @@ static gw_rc step(struct mig *m)
   }
   switch(m->phase) {
   case MP_PENDING:
-    mig_set_phase(m, MP_VALIDATING);
-    mig_requeue(m, 1);
+    edit_phase(&m->ed, MP_VALIDATING);
+    edit_requeue(&m->ed, 1);
     return GW_OK;
   case MP_VALIDATING:
     return mig_step_validating(m);
@@ -203,7 +225,8 @@ static gw_rc step(struct mig *m)
     running(m);
     return GW_OK;
   case MP_VERIFYING:
-    return mig_step_verifying(m);
+    (void)mig_step_compare(m);
+    return GW_OK;
   default:
     return GW_OK;
   }
@@ -212,20 +235,13 @@ static gw_rc step(struct mig *m)
 struct rec_result migration_reconcile(struct rec_ctx *c)
 {
   const struct migration_opts *o = c->user ? c->user : &defaults;
-  /* fresh from the API: every decision is made on the latest object, and the status write
-   * refuses to apply it to any other (mig_commit) */
-  cJSON *obj = NULL;
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_get(c->kube, &MIGRATION_GVR, *c->ns ? c->ns : NULL, c->name, &obj, &st);
-  kube_status_release(&st);
-  if(rc == GW_ENOTFOUND)
+  /* from the cache, as controller-runtime reads: a decision made on a copy a moment behind is
+   * refused by the status write, which is guarded by the resourceVersion decided from
+   * (mig_commit: a conflict, decided again from the cache once it has caught up) */
+  cJSON *obj = rec_get(c);
+  if(!obj)
     return rec_done(); /* deleted: owned objects go with it (ownerReferences) */
-  if(rc) {
-    cJSON_Delete(obj);
-    return rec_retry(rc);
-  }
-  rc = migration_observe(c, &obj);
+  gw_rc rc = migration_observe(c, &obj);
   if(rc) {
     cJSON_Delete(obj);
     return rc == GW_ENOTFOUND ? rec_done() : rec_retry(rc);
@@ -244,14 +260,14 @@ struct rec_result migration_reconcile(struct rec_ctx *c)
 struct rec_result mig_result(struct mig *m, gw_rc rc)
 {
   if(rc == GW_ECONFLICT)
-    return rec_requeue_after(50); /* it changed meanwhile: decide again */
+    return rec_requeue_after(MIG_CONFLICT_RETRY_MS); /* it changed meanwhile: decide again */
   if(rc == GW_ENOTFOUND)
     return rec_done();
   if(rc == GW_EINVAL)
     return rec_terminal(rc);
   if(rc)
     return rec_retry(rc);
-  return m->requeue_ms > 0 ? rec_requeue_after(m->requeue_ms) : rec_done();
+  return m->ed.requeue_ms > 0 ? rec_requeue_after(m->ed.requeue_ms) : rec_done();
 }
 
 /* ---- registration ---- */

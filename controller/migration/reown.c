@@ -25,7 +25,7 @@ static void last_lines(struct mig *m, const char *pod, char *buf, size_t len)
 {
   buf[0] = '\0';
   char *tail = NULL;
-  if(!mig_log_tail(m, pod, 6, &tail) && tail) {
+  if(!rj_log_tail(&m->owner, pod, 6, &tail) && tail) {
     size_t n = strlen(tail);
     while(n && tail[n - 1] == '\n')
       tail[--n] = '\0';
@@ -37,12 +37,12 @@ static void last_lines(struct mig *m, const char *pod, char *buf, size_t len)
   free(tail);
 }
 
-enum step_outcome mig_ownership(struct mig *m)
+enum step_outcome mig_step_reown(struct mig *m)
 {
   const char *owner = json_get_str(m->obj, "spec.clone.ownerAfterRestore");
   if(!owner || !*owner)
     return STEP_PASSED;
-  const char *res = mig_step_result(m, "reown");
+  const char *res = step_result(m->obj, "reown");
   if(!strcmp(res, "Passed"))
     return STEP_PASSED;
   if(!strcmp(res, "Failed"))
@@ -56,23 +56,23 @@ enum step_outcome mig_ownership(struct mig *m)
     if(!reason || strcmp(reason, "OwnershipSuspended") || !m->suspend) {
       char job[96];
       job_name(m, "reown", r.attempt, job, sizeof(job));
-      mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
+      edit_cond(&m->ed, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
                "the handover Job %s is running: objects the migration role owns become %s's",
                job, owner);
     }
   } else if(o == STEP_PASSED) {
-    mig_step_set(m, "reown", r.attempt, "Passed", r.message);
-    mig_cond(m, C_OWNERSHIP, COND_TRUE, "OwnershipApplied",
+    step_record(&m->ed, "reown", r.attempt, "Passed", r.message);
+    edit_cond(&m->ed, C_OWNERSHIP, COND_TRUE, "OwnershipApplied",
              "every schema, relation, routine and type the migration role owned in the target "
              "database now belongs to %s", owner);
-    mig_event_if_cond(m, C_OWNERSHIP, EV_NORMAL, "OwnershipApplied",
+    edit_event_if_cond(&m->ed, C_OWNERSHIP, EV_NORMAL, "OwnershipApplied",
                       "the handover finished; the restored objects belong to %s", owner);
-    mig_requeue(m, 1);
+    edit_requeue(&m->ed, 1);
   } else {
     char lines[1024];
     last_lines(m, r.v.pod, lines, sizeof(lines));
-    mig_step_set(m, "reown", r.attempt, "Failed", r.message);
-    mig_cond(m, C_OWNERSHIP, COND_FALSE, "OwnershipFailed",
+    step_record(&m->ed, "reown", r.attempt, "Failed", r.message);
+    edit_cond(&m->ed, C_OWNERSHIP, COND_FALSE, "OwnershipFailed",
              "the handover Job failed after %d attempts (%s); the data is on the target; its "
              "last lines: %s", r.attempt, r.message, *lines ? lines : "(no log)");
     mig_fail(m, "OwnershipFailed",

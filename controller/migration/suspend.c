@@ -31,37 +31,37 @@ gw_rc mig_suspend(struct mig *m)
   int n = (int)mig_status_int(m, "attempts", 0);
   bool worker = false, reown = false;
   gw_rc rc = stop(m, "worker", n, &worker);
-  int r = mig_step_attempt(m, "reown");
-  if(!rc && !*mig_step_result(m, "reown"))
+  int r = step_attempt(m->obj, "reown");
+  if(!rc && !*step_result(m->obj, "reown"))
     rc = stop(m, "reown", r, &reown);
-  if(!rc && !strcmp(mig_step_result(m, "reown"), "Running"))
+  if(!rc && !strcmp(step_result(m->obj, "reown"), "Running"))
     rc = stop(m, "reown", r, &reown);
   if(worker && mig_status_int(m, "workerStarted", 0) < n)
-    mig_set_int(m, "workerStarted", n); /* its re-run resumes from the work dir */
+    edit_set_int(&m->ed, "workerStarted", n); /* its re-run resumes from the work dir */
   if(reown) {
     char job[96];
     job_name(m, "reown", r, job, sizeof(job));
-    mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipSuspended",
+    edit_cond(&m->ed, C_OWNERSHIP, COND_UNKNOWN, "OwnershipSuspended",
              "spec.suspend deleted the running handover Job %s; it re-runs on resume and picks "
              "up the statements that are left", job);
   }
   if(m->phase != MP_SUSPENDED) {
-    mig_set_str(m, "suspendedFrom", mig_phase_name(m->phase));
-    mig_set_phase(m, MP_SUSPENDED);
+    edit_set_str(&m->ed, "suspendedFrom", mig_phase_name(m->phase));
+    edit_phase(&m->ed, MP_SUSPENDED);
     char claim[96];
     snprintf(claim, sizeof(claim), "%s-workdir", m->name);
-    mig_event_if_phase(m, EV_NORMAL, "Suspended",
+    edit_event_if_phase(&m->ed, EV_NORMAL, "Suspended",
                        "spec.suspend: %s%s; the work volume %s is kept and the next worker "
                        "resumes from it", n > 0 ? "deleted the worker" : "holding before the "
                        "copy started", reown ? " and the running handover Job" : "", claim);
     if(m->live && n > 0 && *m->slot)
-      mig_event_if_phase(m, EV_WARNING, "SlotRetained",
+      edit_event_if_phase(&m->ed, EV_WARNING, "SlotRetained",
                          "the suspended live migration keeps its replication slot %s, which "
                          "holds WAL on the source until it resumes or is deleted; watch the "
                          "source's disk", m->slot);
   }
   if(worker || reown)
-    mig_requeue(m, 1000); /* make sure they are gone */
+    edit_requeue(&m->ed, 1000); /* make sure they are gone */
   return rc;
 }
 
@@ -70,20 +70,20 @@ gw_rc mig_resume(struct mig *m)
   enum mig_phase to = mig_phase_parse(mig_status_str(m, "suspendedFrom"));
   if(to == MP_NONE || to == MP_SUSPENDED)
     to = MP_PENDING; /* never happens with our own writes; Pending starts over safely */
-  mig_set_phase(m, to);
-  mig_unset(m, "suspendedFrom");
+  edit_phase(&m->ed, to);
+  edit_unset(&m->ed, "suspendedFrom");
   if(to == MP_CLONING || to == MP_FINALIZING) {
     /* a new run of the attempt: CopyingData again once its COPY workers are seen */
-    mig_set_bool(m, "copyingDataSeen", false);
+    edit_set_bool(&m->ed, "copyingDataSeen", false);
     if(!cond_is_true(m->obj, C_CLONE))
-      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %lld resumes after the "
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %lld resumes after the "
                "suspension", mig_status_int(m, "attempts", 1));
   }
   const char *own = cond_reason(m->obj, C_OWNERSHIP);
   if(own && !strcmp(own, "OwnershipSuspended"))
-    mig_cond(m, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
+    edit_cond(&m->ed, C_OWNERSHIP, COND_UNKNOWN, "OwnershipRunning",
              "the handover re-runs after the suspension and picks up the statements that are "
              "left");
-  mig_requeue(m, 1);
+  edit_requeue(&m->ed, 1);
   return GW_OK;
 }

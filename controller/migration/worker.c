@@ -98,9 +98,9 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   rc = s.args ? mig_job_create(m, &s, &created) : GW_ENOMEM;
   free(filters);
   if(!rc && mig_status_int(m, "workerStarted", 0) < attempt)
-    mig_set_int(m, "workerStarted", attempt);
+    edit_set_int(&m->ed, "workerStarted", attempt);
   if(!rc && created)
-    mig_event(m, EV_NORMAL, "AttemptStarted", "attempt %d of %d: %s-worker-%d, pgcopydb %s%s%s",
+    edit_event(&m->ed, EV_NORMAL, "AttemptStarted", "attempt %d of %d: %s-worker-%d, pgcopydb %s%s%s",
               attempt, m->backoff_limit + 1, m->name, attempt,
               m->live ? "clone --follow" : "clone",
               restart ? " starting over (--restart)" : attempt > 1 || rerun ? " --resume" : "",
@@ -117,7 +117,7 @@ static bool clone_done(const struct mig *m)
 static void zombie_check(struct mig *m, const struct job_view *v)
 {
   char *tail = NULL;
-  if(mig_log_tail(m, v->pod, 20, &tail)) {
+  if(rj_log_tail(&m->owner, v->pod, 20, &tail)) {
     free(tail);
     return;
   }
@@ -126,12 +126,12 @@ static void zombie_check(struct mig *m, const struct job_view *v)
   const char *since = mig_status_str(m, "zombieSince");
   if(!fatal) {
     if(since)
-      mig_unset(m, "zombieSince");
+      edit_unset(&m->ed, "zombieSince");
     return;
   }
   if(!since) {
-    mig_set_now(m, "zombieSince");
-    mig_requeue(m, m->o->zombie_grace_ms);
+    edit_set_now(&m->ed, "zombieSince");
+    edit_requeue(&m->ed, m->o->zombie_grace_ms);
     return;
   }
   struct tm tm;
@@ -139,12 +139,12 @@ static void zombie_check(struct mig *m, const struct job_view *v)
   long long t0 = strptime(since, "%Y-%m-%dT%H:%M:%S", &tm) ? (long long)timegm(&tm) : 0;
   long long age_ms = ((long long)time(NULL) - t0) * 1000;
   if(age_ms < m->o->zombie_grace_ms) {
-    mig_requeue(m, m->o->zombie_grace_ms - age_ms + 100);
+    edit_requeue(&m->ed, m->o->zombie_grace_ms - age_ms + 100);
     return;
   }
-  if(!mig_pod_delete(m, v->pod)) {
-    mig_unset(m, "zombieSince");
-    mig_event(m, EV_WARNING, "WorkerZombie",
+  if(!rj_pod_delete(&m->owner, v->pod)) {
+    edit_unset(&m->ed, "zombieSince");
+    edit_event(&m->ed, EV_WARNING, "WorkerZombie",
               "the pgcopydb supervisor of %s exited fatally but Pod %s stayed alive (a child "
               "process kept it); removed the Pod so the next attempt resumes",
               v->name, v->pod);
@@ -156,7 +156,7 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
 {
   int total = m->backoff_limit + 1;
   char *tail = NULL;
-  gw_rc rc = mig_log_tail(m, v->pod, 300, &tail);
+  gw_rc rc = rj_log_tail(&m->owner, v->pod, 300, &tail);
   struct tail_verdict tv;
   mig_classify_tail(rc ? NULL : tail, &tv);
   free(tail);
@@ -168,7 +168,7 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   const char *last = *tv.last_error ? tv.last_error : "no pgcopydb error line in the log";
   if(tv.cls == TAIL_PERMISSION) {
     if(!clone_done(m))
-      mig_cond(m, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d failed: %s: %s", n, why,
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d failed: %s: %s", n, why,
                tv.line);
     mig_fail(m, "PermissionDenied",
              "attempt %d of %d hit a permission error retries cannot fix: %s; the remaining "
@@ -178,7 +178,7 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   }
   if(n >= total) {
     if(!clone_done(m))
-      mig_cond(m, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d of %d failed: %s; last "
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d of %d failed: %s; last "
                "pgcopydb error: %s", n, total, why, last);
     mig_fail(m, "BackoffLimitExceeded",
              "%d attempts failed (backoffLimit %d); the last: %s; last pgcopydb error: %s",
@@ -186,23 +186,23 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
     return;
   }
   bool restart = tv.cls == TAIL_RESTART && n > 1;
-  mig_set_int(m, "attempts", n + 1);
-  mig_set_bool(m, "copyingDataSeen", false);
-  mig_unset(m, "zombieSince");
+  edit_set_int(&m->ed, "attempts", n + 1);
+  edit_set_bool(&m->ed, "copyingDataSeen", false);
+  edit_unset(&m->ed, "zombieSince");
   if(restart)
-    mig_set_bool(m, "restartNextAttempt", true);
+    edit_set_bool(&m->ed, "restartNextAttempt", true);
   else
-    mig_unset(m, "restartNextAttempt");
+    edit_unset(&m->ed, "restartNextAttempt");
   if(!clone_done(m))
-    mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starting after "
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starting after "
              "attempt %d failed: %s", n + 1, total, n, last);
-  mig_event_if_written(m, EV_WARNING, "AttemptFailed",
+  edit_event_if_written(&m->ed, EV_WARNING, "AttemptFailed",
                        "attempt %d of %d failed: %s; last pgcopydb error: %s; attempt %d %s",
                        n, total, why, last, n + 1,
                        restart ? "starts over (--restart --drop-if-exists): a resume cannot get "
                                  "past this post-data failure"
                                : "resumes from the work-dir catalogs");
-  mig_requeue(m, 1);
+  edit_requeue(&m->ed, 1);
 }
 
 enum worker_state mig_worker(struct mig *m, struct job_view *v)
@@ -210,13 +210,13 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
   memset(v, 0, sizeof(*v));
   int n = (int)mig_status_int(m, "attempts", 0);
   if(n < 1) {
-    mig_set_int(m, "attempts", 1);
-    mig_requeue(m, 1);
+    edit_set_int(&m->ed, "attempts", 1);
+    edit_requeue(&m->ed, 1);
     return W_WAIT;
   }
   gw_rc rc = mig_job_get(m, "worker", n, v);
   if(rc) {
-    mig_requeue(m, 2000);
+    edit_requeue(&m->ed, STEP_ERROR_RETRY_MS); /* the API will answer again */
     return W_WAIT;
   }
   switch(v->state) {
@@ -224,33 +224,33 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
     if(m->suspend)
       return W_WAIT;
     int running = 0;
-    if(mig_worker_pods_running(m, &running) || running) {
-      mig_requeue(m, 1000); /* the worker a suspension deleted is still stopping */
+    if(rj_pods_running(&m->owner, "worker", &running) || running) {
+      edit_requeue(&m->ed, 1000); /* the worker a suspension deleted is still stopping */
       return W_WAIT;
     }
     rc = mig_worker_ensure(m, n);
     if(!rc && !clone_done(m) && !mig_status_bool(m, "copyingDataSeen") &&
        !(cond_reason(m->obj, C_CLONE) && !strcmp(cond_reason(m->obj, C_CLONE), "CloneRunning")))
-      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d is running the base "
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d is running the base "
                "copy", n, m->backoff_limit + 1);
-    mig_requeue(m, rc ? 2000 : m->o->poll_interval_ms);
+    edit_requeue(&m->ed, rc ? 2000 : m->o->poll_interval_ms);
     return W_WAIT;
   case JOB_DELETING:
-    mig_requeue(m, 1000);
+    edit_requeue(&m->ed, 1000);
     return W_WAIT;
   case JOB_PENDING:
     if(*v->waiting && !clone_done(m))
-      mig_cond(m, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d: the worker Pod "
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d: the worker Pod "
                "cannot start: %s", n, m->backoff_limit + 1, v->waiting);
-    mig_requeue(m, m->o->poll_interval_ms);
+    edit_requeue(&m->ed, m->o->poll_interval_ms);
     return W_RUNNING;
   case JOB_RUNNING:
     zombie_check(m, v);
-    mig_requeue(m, m->o->poll_interval_ms);
+    edit_requeue(&m->ed, m->o->poll_interval_ms);
     return W_RUNNING;
   case JOB_SUCCEEDED:
     if(mig_status_str(m, "zombieSince"))
-      mig_unset(m, "zombieSince");
+      edit_unset(&m->ed, "zombieSince");
     return W_SUCCEEDED;
   case JOB_FAILED:
     attempt_failed(m, n, v);

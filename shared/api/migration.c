@@ -22,8 +22,8 @@ const char *const migration_phases[] = { "Pending",     "Validating", "Cloning",
 
 #define DEFAULT_TABLE_JOBS 4
 #define DEFAULT_INDEX_JOBS 4
-#define DEFAULT_BACKOFF_LIMIT 6
-#define DEFAULT_WORK_DIR "10Gi"
+#define DEFAULT_BACKOFF_LIMIT MIGRATION_DEFAULT_BACKOFF_LIMIT
+#define DEFAULT_WORK_DIR MIGRATION_DEFAULT_WORK_DIR
 #define DEFAULT_WORK_DIR_BYTES ((int64_t)10 << 30)
 
 /* Indexes into migration_phases. */

@@ -24,6 +24,10 @@ extern const char *const migration_steps[];
 #define MIGRATION_LONGEST_STEP "preflight"
 
 #define MIGRATION_BACKOFF_LIMIT_MAX 50 /* attempts 1..51: two digits */
+/* The defaults the mutating webhook writes, and the controller assumes where a spec that
+ * slipped past a disabled webhook lacks them. */
+#define MIGRATION_DEFAULT_BACKOFF_LIMIT 6
+#define MIGRATION_DEFAULT_WORK_DIR "10Gi"
 #define MIGRATION_ATTEMPT_DIGITS 2
 #define MIGRATION_LABEL_VALUE_MAX 63
 #define MIGRATION_NAME_MAX                                                                \

@@ -57,27 +57,50 @@ Test(migration_unit, transition_table)
     enum mig_phase f = mig_phase_parse(table[i].from), t = mig_phase_parse(table[i].to);
     cr_assert_neq(f, MP_NONE, "%s", table[i].from);
     cr_assert_neq(t, MP_NONE, "%s", table[i].to);
-    cr_assert_eq(mig_transition_allowed(f, t, MP_NONE), table[i].ok, "%s -> %s", table[i].from,
+    cr_assert_eq(phase_allowed(&mig_phases, f, t, MP_NONE), table[i].ok, "%s -> %s", table[i].from,
                  table[i].to);
   }
   /* counted exactly: the allowed pairs are the table's 29 */
   int allowed = 0;
   for(int f = 0; f < MP_COUNT; f++)
     for(int t = 0; t < MP_COUNT; t++)
-      if(f != t && f != MP_SUSPENDED && mig_transition_allowed(f, t, MP_NONE))
+      if(f != t && f != MP_SUSPENDED && phase_allowed(&mig_phases, f, t, MP_NONE))
         allowed++;
   cr_assert_eq(allowed, 29);
   /* the first observation, staying, resuming */
-  cr_assert(mig_transition_allowed(MP_NONE, MP_PENDING, MP_NONE));
-  cr_assert(!mig_transition_allowed(MP_NONE, MP_VALIDATING, MP_NONE));
-  cr_assert(mig_transition_allowed(MP_CLONING, MP_CLONING, MP_NONE));
+  cr_assert(phase_allowed(&mig_phases, MP_NONE, MP_PENDING, MP_NONE));
+  cr_assert(!phase_allowed(&mig_phases, MP_NONE, MP_VALIDATING, MP_NONE));
+  cr_assert(phase_allowed(&mig_phases, MP_CLONING, MP_CLONING, MP_NONE));
   for(int t = 0; t < MP_COUNT; t++)
-    cr_assert_eq(mig_transition_allowed(MP_SUSPENDED, t, MP_STREAMING),
+    cr_assert_eq(phase_allowed(&mig_phases, MP_SUSPENDED, t, MP_STREAMING),
                  t == MP_STREAMING || t == MP_SUSPENDED, "Suspended -> %s",
                  mig_phase_name(t));
-  cr_assert(!mig_transition_allowed(MP_SUSPENDED, MP_CLONING, MP_NONE));
+  cr_assert(!phase_allowed(&mig_phases, MP_SUSPENDED, MP_CLONING, MP_NONE));
   for(int p = 0; p < MP_COUNT; p++)
     cr_assert_eq(mig_phase_parse(mig_phase_name(p)), p);
+  /* the names are the API's, in the order of the enum */
+  cr_assert_null(migration_phases[MP_COUNT]);
+  cr_assert_str_eq(mig_phase_name(MP_CUTOVER_PENDING), "CutoverPending");
+  cr_assert_str_eq(mig_phase_name(MP_SUSPENDED), "Suspended");
+  cr_assert_str_eq(mig_phase_name(MP_NONE), "");
+}
+
+Test(migration_unit, a_full_edit_table_is_a_bug_not_out_of_memory)
+{
+  struct status_edit ed;
+  edit_init(&ed, &mig_phases);
+  for(int i = 0; i < EDIT_MAX_FIELDS + 1; i++) {
+    char path[32];
+    snprintf(path, sizeof(path), "f%d", i);
+    edit_set_int(&ed, path, i);
+  }
+  cr_assert_str_eq(ed.full, "fields");
+  cr_assert_not(ed.oom);
+  struct rec_ctx rc = { .key = "ns/m" };
+  cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"m\"}}");
+  cr_assert_eq(edit_commit(&ed, &rc, &o), GW_ETOOBIG, "nothing is written, and it says why");
+  cr_assert_eq(ed.nfields, 0, "the queue is released");
+  cJSON_Delete(o);
 }
 
 static cJSON *obj_with(const char *phase)
@@ -93,17 +116,17 @@ Test(migration_unit, the_status_edit_refuses_what_the_table_refuses)
 {
   struct mig m;
   memset(&m, 0, sizeof(m));
-  m.ed.phase = m.ed.expect = MP_NONE;
-  mig_set_phase(&m, MP_COMPLETED);
-  mig_cond(&m, C_COMPLETE, COND_TRUE, "MigrationSucceeded", "done");
+  edit_init(&m.ed, &mig_phases);
+  edit_phase(&m.ed, MP_COMPLETED);
+  edit_cond(&m.ed, C_COMPLETE, COND_TRUE, "MigrationSucceeded", "done");
   cJSON *o = obj_with("Streaming");
   bool changed = false;
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL, "Streaming -> Completed");
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL, "Streaming -> Completed");
   cJSON_Delete(o);
   /* allowed: phase, condition with observedGeneration, startTime */
   o = obj_with("Verifying");
   changed = false;
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
   cr_assert(changed);
   cr_assert_str_eq(json_get_str(o, "status.phase"), "Completed");
   cr_assert(cond_is_true(o, C_COMPLETE));
@@ -113,37 +136,37 @@ Test(migration_unit, the_status_edit_refuses_what_the_table_refuses)
   cr_assert(m.ed.phase_changed && m.ed.conds[0].changed);
   /* applied again: nothing changes, and nothing counts as changed */
   changed = false;
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
   cr_assert(!changed && !m.ed.phase_changed && !m.ed.conds[0].changed);
   cJSON_Delete(o);
   /* decided on another object: a conflict, decide again */
   m.ed.expect = MP_VERIFYING;
   snprintf(m.ed.expect_rv, sizeof(m.ed.expect_rv), "6");
   o = obj_with("Verifying");
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
   cJSON_Delete(o);
   m.ed.expect_rv[0] = '\0';
   o = obj_with("Cloning");
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_ECONFLICT);
   cJSON_Delete(o);
-  mig_edit_release(&m.ed);
+  edit_release(&m.ed);
 }
 
 Test(migration_unit, resume_goes_back_to_suspended_from_only)
 {
   struct mig m;
   memset(&m, 0, sizeof(m));
-  m.ed.phase = m.ed.expect = MP_NONE;
-  mig_set_phase(&m, MP_CUTOVER_PENDING);
+  edit_init(&m.ed, &mig_phases);
+  edit_phase(&m.ed, MP_CUTOVER_PENDING);
   cJSON *o = cJSON_Parse("{\"metadata\":{\"generation\":1},\"status\":{\"phase\":\"Suspended\","
                          "\"suspendedFrom\":\"Streaming\"}}");
   bool changed = false;
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL);
-  mig_set_phase(&m, MP_STREAMING);
-  cr_assert_eq(mig_edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_EINVAL);
+  edit_phase(&m.ed, MP_STREAMING);
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
   cr_assert_str_eq(json_get_str(o, "status.phase"), "Streaming");
   cJSON_Delete(o);
-  mig_edit_release(&m.ed);
+  edit_release(&m.ed);
 }
 
 /* ---- the worker's command line ---- */
