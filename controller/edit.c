@@ -31,8 +31,17 @@ void edit_release(struct status_edit *ed)
     free(ed->events[i].message);
   const struct phase_table *t = ed->phases;
   long requeue = ed->requeue_ms;
+  bool written = ed->written;
   edit_init(ed, t);
   ed->requeue_ms = requeue;
+  ed->written = written;
+}
+
+long edit_next_look(const struct status_edit *ed)
+{
+  if(ed->requeue_ms > 0 && ed->written && ed->requeue_ms < EDIT_SETTLE_MS)
+    return EDIT_SETTLE_MS;
+  return ed->requeue_ms;
 }
 
 /* ---- queuing ---- */
@@ -151,6 +160,14 @@ void edit_set_now(struct status_edit *ed, const char *path)
 void edit_unset(struct status_edit *ed, const char *path)
 {
   edit_set(ed, path, NULL);
+}
+
+const cJSON *edit_queued(const struct status_edit *ed, const char *path)
+{
+  for(size_t i = 0; i < ed->nfields; i++)
+    if(!strcmp(ed->fields[i].path, path))
+      return ed->fields[i].value;
+  return NULL;
 }
 
 static void queue_event(struct status_edit *ed, enum edit_ev_dep dep, const char *dep_type,
@@ -372,6 +389,7 @@ gw_rc edit_commit(struct status_edit *ed, struct rec_ctx *rc_ctx, cJSON **obj)
   gw_rc rc = ed->full ? GW_ETOOBIG : ed->oom ? GW_ENOMEM : GW_OK;
   cJSON *stored = NULL;
   bool written = false;
+  ed->written = false;
   if(!rc && (ed->phase != PHASE_NONE || ed->nconds || ed->nfields)) {
     ed->expect = phase_parse(ed->phases, json_get_str(*obj, "status.phase"));
     const char *rv = json_get_str(*obj, "metadata.resourceVersion");
@@ -387,6 +405,7 @@ gw_rc edit_commit(struct status_edit *ed, struct rec_ctx *rc_ctx, cJSON **obj)
         rec_event(rc_ctx, target, ed->events[i].type, ed->events[i].reason, "%s",
                   ed->events[i].message);
   }
+  ed->written = written;
   if(!rc && stored) {
     cJSON_Delete(*obj);
     *obj = stored;

@@ -78,7 +78,17 @@ struct status_edit {
   bool oom;              /* an allocation failed: GW_ENOMEM */
   const char *full;      /* the table that ran out of rows ("conditions", ...), or NULL */
   long requeue_ms;       /* the soonest look asked for (0: none); edit_commit keeps it */
+  bool written;          /* the last edit_commit wrote the object */
 };
+
+/* The next look after a write: the write comes back through the watch and reconciles the object
+ * at once, from a cache that has it; a sooner requeue would decide again from the cache before
+ * it has caught up (a 409 and a second write). The requeue stays as the fallback for a watch
+ * that is down. */
+#define EDIT_SETTLE_MS 250
+/* The delay to ask of the queue after this reconcile: requeue_ms, at least EDIT_SETTLE_MS after
+ * a write; 0: none. */
+long edit_next_look(const struct status_edit *ed);
 
 void edit_init(struct status_edit *ed, const struct phase_table *phases);
 /* Frees the queued rows (not requeue_ms). */
@@ -95,6 +105,8 @@ void edit_set_str(struct status_edit *ed, const char *path, const char *v);
 void edit_set_bool(struct status_edit *ed, const char *path, bool v);
 void edit_set_now(struct status_edit *ed, const char *path);
 void edit_unset(struct status_edit *ed, const char *path);
+/* The value queued for status.<path> in this reconcile, or NULL (none, or a removal). */
+const cJSON *edit_queued(const struct status_edit *ed, const char *path);
 
 void edit_event(struct status_edit *ed, const char *type, const char *reason, const char *fmt,
                 ...) __attribute__((format(printf, 4, 5)));

@@ -36,6 +36,8 @@ gw_rc mgr_new(struct mgr **out, const struct mgr_opts *o)
     m->o.resync_ms = 600000;
   if(m->o.cache_sync_timeout_ms <= 0)
     m->o.cache_sync_timeout_ms = 120000;
+  if(m->o.own_write_wait_ms <= 0)
+    m->o.own_write_wait_ms = MGR_OWN_WRITE_WAIT_MS;
   m->ns = o->namespace ? strdup(o->namespace) : NULL;
   m->bind = strdup(o->bind ? o->bind : "0.0.0.0");
   m->o.namespace = m->ns;
@@ -92,14 +94,27 @@ struct informer *mgr_cache(struct mgr *m, const struct kube_gvr *gvr)
   return NULL;
 }
 
+/* The cache now shows obj: an own write it was waiting for is seen (or the object is gone). */
+static void own_write_seen(struct ctrl *c, const char *key, enum inf_event ev, const cJSON *obj)
+{
+  pthread_mutex_lock(&c->mu);
+  struct own_write *w = strmap_get(&c->written, key);
+  const char *rv = json_get_str(obj, "metadata.resourceVersion");
+  if(w && (ev == INF_DELETED || (rv && !strcmp(rv, w->rv))))
+    free(strmap_del(&c->written, key));
+  pthread_mutex_unlock(&c->mu);
+}
+
 static void on_primary(void *ctx, enum inf_event ev, const cJSON *obj, const cJSON *old)
 {
   struct ctrl *c = ctx;
+  char key[512];
+  if(informer_key(obj, key, sizeof(key)))
+    return;
+  own_write_seen(c, key, ev, obj);
   if(ev != INF_DELETED && c->def.filter && !c->def.filter(obj, ev == INF_MODIFIED ? old : NULL))
     return;
-  char key[512];
-  if(!informer_key(obj, key, sizeof(key)))
-    wq_add(c->q, key);
+  wq_add(c->q, key);
 }
 
 gw_rc mgr_add_controller(struct mgr *m, const struct ctrl_def *d, struct ctrl **out)
@@ -113,6 +128,7 @@ gw_rc mgr_add_controller(struct mgr *m, const struct ctrl_def *d, struct ctrl **
   if(!c)
     return GW_ENOMEM;
   pthread_mutex_init(&c->mu, NULL);
+  strmap_init(&c->written);
   c->m = m;
   c->def = *d;
   c->name = strdup(d->name);
@@ -133,6 +149,7 @@ gw_rc mgr_add_controller(struct mgr *m, const struct ctrl_def *d, struct ctrl **
     wq_free(c->q);
     free(c->name);
     free(c->kind);
+    strmap_release(&c->written, free);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return rc;
@@ -449,6 +466,7 @@ void mgr_free(struct mgr *m)
   for(int i = 0; i < m->nctrls; i++) {
     struct ctrl *c = m->ctrls[i];
     wq_free(c->q);
+    strmap_release(&c->written, free);
     pthread_mutex_destroy(&c->mu);
     free(c->name);
     free(c->kind);

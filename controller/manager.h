@@ -117,6 +117,9 @@ struct mgr_opts {
   int workers;                      /* per controller; default 2 */
   long resync_ms;                   /* default 600000; negative: never */
   long cache_sync_timeout_ms;       /* default 120000 */
+  long own_write_wait_ms;           /* read your own writes: how long a reconcile of an object
+                                     * waits for the cache to show this controller's last status
+                                     * write of it (default 1000; see rec_update_status) */
   bool leader_elect;
   struct leader_opts leader;        /* callbacks are the manager's; the rest is yours */
   const char *identity;             /* Event reportingInstance; default leader.identity */
@@ -179,7 +182,10 @@ unsigned long long ctrl_reconciles(struct ctrl *c, enum rec_outcome o);
 /* A copy of the object being reconciled from the cache (cJSON_Delete it), or NULL. */
 cJSON *rec_get(struct rec_ctx *c);
 /* status_update on the object being reconciled, starting from cached (may be NULL), counted
- * in the metrics (writes and conflicts). */
+ * in the metrics (writes and conflicts). With out, the write is remembered: the next reconcile
+ * of the object waits (mgr_opts.own_write_wait_ms at most) until the cache shows it, so a
+ * decision is never made from a copy older than the controller's own last write (which would
+ * cost a 409 and a second write); the write's watch event reconciles it at once. */
 gw_rc rec_update_status(struct rec_ctx *c, const cJSON *cached, status_mutate_fn fn, void *ctx,
                         cJSON **out) GW_MUST_CHECK;
 /* An Event on obj (best-effort; see events.h). */

@@ -8,6 +8,7 @@
 
 #include "manager.h"
 #include "metrics.h"
+#include "strmap.h"
 
 struct health;
 
@@ -38,7 +39,21 @@ struct ctrl {
   unsigned long long count[REC_NOUTCOMES];
   struct hist dur[REC_NOUTCOMES];
   unsigned long long st_written, st_unchanged, st_failed, st_conflicts;
+  /* Read your own writes: key -> struct own_write, the resourceVersion of this controller's last
+   * status write of the object until the cache has it (under mu). */
+  struct strmap written;
+  unsigned long long own_write_waits;
 };
+
+/* A status write the cache has not shown yet. */
+struct own_write {
+  char rv[64];
+  int64_t at_ms; /* kt_mono_ms() of the write */
+};
+/* The default of mgr_opts.own_write_wait_ms: how long a reconcile of an object waits for the
+ * cache to show this controller's own write before it reads the cache anyway (a relist can skip
+ * the exact version). */
+#define MGR_OWN_WRITE_WAIT_MS 1000
 
 struct mgr {
   struct mgr_opts o;

@@ -69,6 +69,14 @@ static gw_rc s_conflicts(struct strbuf *sb, const char *metric, struct ctrl *c,
                      c->st_conflicts);
 }
 
+static gw_rc s_own_writes(struct strbuf *sb, const char *metric, struct ctrl *c,
+                          const struct wq_stats *q)
+{
+  (void)q;
+  return strbuf_addf(sb, "%s{controller=\"%s\",kind=\"%s\"} %llu\n", metric, c->name, c->kind,
+                     c->own_write_waits);
+}
+
 #define QUEUE_SERIES(fn, fmt, expr)                                                         \
   static gw_rc fn(struct strbuf *sb, const char *metric, struct ctrl *c,                    \
                   const struct wq_stats *q)                                                 \
@@ -169,6 +177,9 @@ gw_rc mgr_render_metrics(struct mgr *m, struct strbuf *sb)
       "Status writes through /status: written, unchanged (nothing to write), error.", s_status },
     { "godwit_controller_status_conflicts_total", "counter",
       "409 Conflicts met writing status (each retried on a fresh copy).", s_conflicts },
+    { "godwit_controller_own_write_waits_total", "counter",
+      "Reconciles put off until the cache showed the controller's own last status write.",
+      s_own_writes },
     { "godwit_workqueue_depth", "gauge", "Keys ready to be processed.", s_depth },
     { "godwit_workqueue_delayed", "gauge", "Keys waiting for a delay or a backoff.", s_delayed },
     { "godwit_workqueue_processing", "gauge", "Keys being processed now.", s_processing },

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "ktime.h"
 #include "log.h"
 #include "manager_int.h"
@@ -18,9 +19,60 @@ static void record(struct ctrl *c, enum rec_outcome o, double seconds)
   pthread_mutex_unlock(&c->mu);
 }
 
+/* Milliseconds this reconcile of key should wait for the cache to show the controller's own last
+ * write (0: go). Deciding from a copy older than one's own write is a 409 and a second write;
+ * the watch event of the write enqueues the key again as soon as the cache has it. */
+static long own_write_wait(struct ctrl *c, const char *key)
+{
+  long wait = 0;
+  pthread_mutex_lock(&c->mu);
+  struct own_write *w = strmap_get(&c->written, key);
+  if(w) {
+    int64_t age = kt_mono_ms() - w->at_ms;
+    if(age >= c->m->o.own_write_wait_ms) {
+      free(strmap_del(&c->written, key));
+    } else {
+      wait = (long)(c->m->o.own_write_wait_ms - age);
+      c->own_write_waits++;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return wait;
+}
+
+static void own_write_record(struct ctrl *c, const char *key, const cJSON *stored)
+{
+  const char *rv = json_get_str(stored, "metadata.resourceVersion");
+  struct own_write *w = rv ? calloc(1, sizeof(*w)) : NULL;
+  if(!w)
+    return;
+  snprintf(w->rv, sizeof(w->rv), "%s", rv);
+  w->at_ms = kt_mono_ms();
+  void *old = NULL;
+  pthread_mutex_lock(&c->mu);
+  /* the cache may have shown it already, before this record: then it is current */
+  cJSON *cached = informer_get(c->inf, key);
+  const char *crv = json_get_str(cached, "metadata.resourceVersion");
+  if(crv && !strcmp(crv, rv)) {
+    old = strmap_del(&c->written, key);
+    free(w);
+  } else if(strmap_put(&c->written, key, w, &old)) {
+    free(w);
+  }
+  pthread_mutex_unlock(&c->mu);
+  cJSON_Delete(cached);
+  free(old);
+}
+
 static void process(struct ctrl *c, const char *key)
 {
   struct mgr *m = c->m;
+  long wait = own_write_wait(c, key);
+  if(wait > 0) {
+    wq_forget(c->q, key);
+    wq_add_after(c->q, key, wait); /* the fallback: the watch event comes first */
+    return;
+  }
   char ns[256], name[256];
   if(informer_split_key(key, ns, sizeof(ns), name, sizeof(name))) {
     wq_forget(c->q, key);
@@ -103,6 +155,8 @@ gw_rc rec_update_status(struct rec_ctx *c, const cJSON *cached, status_mutate_fn
   struct status_result res;
   gw_rc rc = status_update(c->kube, informer_gvr(c->cache), *c->ns ? c->ns : NULL, c->name,
                            cached, fn, ctx, out, &res, &st);
+  if(!rc && res.written && out && *out)
+    own_write_record(c->ctrl, c->key, *out);
   pthread_mutex_lock(&c->ctrl->mu);
   c->ctrl->st_conflicts += (unsigned)res.conflicts;
   if(rc)

@@ -213,6 +213,17 @@ static long long parse_time(const char *s)
   return (long long)timegm(&tm);
 }
 
+/* The owner's namespace's Pods matching a label selector, from the API. */
+static gw_rc list_pods(const struct rj_owner *o, const char *selector, cJSON **list)
+{
+  struct kube_list_opts lo = { .label_selector = selector };
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(o->kube, &KUBE_PODS, o->ns, &lo, list, &st);
+  kube_status_release(&st);
+  return rc;
+}
+
 /* The newest of the pods seen (by creationTimestamp). */
 struct newest {
   const char *job_uid;
@@ -255,12 +266,8 @@ static cJSON *newest_pod(const struct rj_owner *o, const char *job_uid, bool fre
   }
   char sel[160];
   snprintf(sel, sizeof(sel), "controller-uid=%s", job_uid);
-  struct kube_list_opts lo = { .label_selector = sel };
   cJSON *list = NULL;
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_list(o->kube, &KUBE_PODS, o->ns, &lo, &list, &st);
-  kube_status_release(&st);
+  gw_rc rc = list_pods(o, sel, &list);
   const cJSON *p, *items = rc ? NULL : json_get(list, "items");
   cJSON_ArrayForEach(p, items)
     consider(&n, p);
@@ -335,6 +342,18 @@ static void pod_terminated(const cJSON *pod, struct job_view *v)
   }
 }
 
+/* Whether the Pod's containers have all terminated (its report, if any, is there). */
+static bool pod_ended(const cJSON *pod)
+{
+  const cJSON *c, *list = json_get(pod, "status.containerStatuses");
+  if(!cJSON_GetArraySize(list))
+    return false;
+  cJSON_ArrayForEach(c, list)
+    if(!json_get(c, "state.terminated"))
+      return false;
+  return true;
+}
+
 gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
 {
   memset(v, 0, sizeof(*v));
@@ -366,9 +385,14 @@ gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
     v->state = JOB_PENDING;
   }
   cJSON_Delete(job);
-  /* a fresh read: the verdict of a finished Job is its Pod's report (see runjob.h) */
+  cJSON *pod = *uid ? newest_pod(o, uid, false) : NULL;
   bool finished = v->state == JOB_SUCCEEDED || v->state == JOB_FAILED;
-  cJSON *pod = *uid ? newest_pod(o, uid, finished) : NULL;
+  if(finished && o->pods && !pod_ended(pod)) {
+    /* a fresh read: the verdict of a finished Job is its Pod's report, and the Pod cache may
+     * not have the Pod's last update yet (see runjob.h) */
+    cJSON_Delete(pod);
+    pod = *uid ? newest_pod(o, uid, true) : NULL;
+  }
   if(pod) {
     snprintf(v->pod, sizeof(v->pod), "%s", json_get_str(pod, "metadata.name"));
     const char *phase = json_get_str(pod, "status.phase");
@@ -439,12 +463,8 @@ gw_rc rj_pods_running(const struct rj_owner *o, const char *step, int *running)
   *running = 0;
   char sel[200];
   snprintf(sel, sizeof(sel), "%s=%s,%s=%s", o->label, o->name, RJ_STEP_LABEL, step);
-  struct kube_list_opts lo = { .label_selector = sel };
   cJSON *list = NULL;
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_list(o->kube, &KUBE_PODS, o->ns, &lo, &list, &st);
-  kube_status_release(&st);
+  gw_rc rc = list_pods(o, sel, &list);
   const cJSON *p, *items = rc ? NULL : json_get(list, "items");
   cJSON_ArrayForEach(p, items)
   {

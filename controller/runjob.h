@@ -91,9 +91,9 @@ struct job_view {
 
 /* The Job name and its newest Pod (by the Job's uid: a Job created again under the same name
  * never sees the old one's Pods). Absent is JOB_ABSENT, not an error. Both come from the
- * caches when the owner has them; a finished Job's Pods come from the API, because the verdict
- * is the Pod's report and the Pod cache may not have its last update yet (the two caches are
- * not ordered with each other). A Job created a moment ago may still be absent from the cache:
+ * caches when the owner has them; the Pods of a finished Job whose cached Pod has not ended yet
+ * come from the API, because the verdict is the Pod's report and the Pod cache may not have its
+ * last update yet (the two caches are not ordered with each other). A Job created a moment ago may still be absent from the cache:
  * creating it again is harmless (AlreadyExists). */
 gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v) GW_MUST_CHECK;
 void job_view_release(struct job_view *v);

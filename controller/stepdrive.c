@@ -72,16 +72,15 @@ static enum step_outcome error(const struct step_host *h, struct step_run *r, co
   return STEP_ERROR;
 }
 
-/* The Job of the current attempt, not ended yet. */
-static enum step_outcome waiting(const struct step_host *h, struct step_run *r)
+/* The Job of the current attempt, not ended yet. recorded: the attempt is recorded in this
+ * pass (its Job may exist from a pass whose status write was lost). */
+static enum step_outcome waiting(const struct step_host *h, struct step_run *r, bool recorded)
 {
   switch(r->v.state) {
   case JOB_ABSENT: {
     gw_rc rc = r->create(h->kind, r->ctx, r->attempt, &r->created);
     if(rc)
       return error(h, r, "create", rc);
-    if(r->created && r->started_reason)
-      edit_event(h->ed, EV_NORMAL, r->started_reason, r->started_fmt, r->attempt);
     snprintf(r->message, sizeof(r->message), "Job %s created", r->v.name);
     break;
   }
@@ -97,6 +96,12 @@ static enum step_outcome waiting(const struct step_host *h, struct step_run *r)
       snprintf(r->message, sizeof(r->message), "Job %s is running", r->v.name);
     break;
   }
+  /* the started Event goes with the write that records the attempt: a pass that created the
+   * Job and lost its write (a 500, a restart) tells it on the pass that records it */
+  if(r->started_reason && recorded)
+    edit_event_if_written(h->ed, EV_NORMAL, r->started_reason, r->started_fmt, r->attempt);
+  else if(r->started_reason && r->created)
+    edit_event(h->ed, EV_NORMAL, r->started_reason, r->started_fmt, r->attempt);
   edit_requeue(h->ed, h->poll_ms);
   return STEP_WAIT;
 }
@@ -108,14 +113,13 @@ enum step_outcome step_drive(const struct step_host *h, struct step_run *r)
   r->retried = false;
   r->message[0] = '\0';
   memset(&r->v, 0, sizeof(r->v));
-  if(r->attempt <= 0) {
-    /* decided first, then created: a restart between the two creates it */
+  bool recorded = r->attempt <= 0;
+  if(recorded) {
+    /* recorded and created in one pass: the Job's name is deterministic, so if the write is
+     * lost (a conflict, a restart) a later pass records it again and finds the Job
+     * (AlreadyExists), never a second one */
     step_record(h->ed, r->step, 1, "Running", NULL);
     r->attempt = 1;
-    edit_requeue(h->ed, 1);
-    name_of(h, r->step, 1, r->v.name, sizeof(r->v.name));
-    snprintf(r->message, sizeof(r->message), "starting %s", r->v.name);
-    return STEP_WAIT;
   }
   char name[96];
   name_of(h, r->step, r->attempt, name, sizeof(name));
@@ -123,7 +127,7 @@ enum step_outcome step_drive(const struct step_host *h, struct step_run *r)
   if(rc)
     return error(h, r, "read", rc);
   if(r->v.state != JOB_SUCCEEDED && r->v.state != JOB_FAILED)
-    return waiting(h, r);
+    return waiting(h, r, recorded);
   const char *result = job_report_result(&r->v);
   job_report_message(&r->v, r->message, sizeof(r->message));
   if(r->v.state == JOB_SUCCEEDED && (!result || !strcmp(result, "Passed")))

@@ -5,8 +5,8 @@
  *   status.steps.<step> = {attempt, result, message}   result: Running, Passed, Failed
  *
  * step_drive() looks once and says where the step stands:
- *  - no attempt recorded: records attempt 1 as Running (decided first, created on the next
- *    pass: a restart in between creates it then, never twice) and waits;
+ *  - no attempt recorded: records attempt 1 as Running and goes on with it in the same pass
+ *    (names are deterministic: a lost write finds the Job on a later pass, never makes two);
  *  - the attempt's Job absent: creates it (idempotently), with the started Event if any;
  *  - running, pending or being deleted: waits (a Pod that cannot start says why, kubelet-style);
  *  - ended with a report "Passed" (or succeeded without one): STEP_PASSED; "Failed": STEP_FAILED;

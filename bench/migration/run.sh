@@ -210,6 +210,16 @@ echo "local cluster up in $(secs "$t" "$(now)") s; controller settings from the 
 # the controller's own Kubernetes client: requests made and time spent waiting for its
 # client-side rate limiter (shared/kube: 20 requests/s, burst 30), from its /metrics
 ctl_port=$(awk -F= '$1 == "controller" { print $2 }' "$cluster/ports")
+# The controller's API requests by verb and code, one "verb/code count" a line.
+ctl_requests() {
+  curl -sf "http://127.0.0.1:$ctl_port/metrics" |
+    sed -n 's/^godwit_kube_requests_total{verb="\([^"]*\)",code="\([^"]*\)"} \([0-9]*\)$/\1\/\2 \3/p'
+}
+# requests_diff BEFORE AFTER: "verb/code n" for what grew
+requests_diff() {
+  awk 'NR == FNR { a[$1] = $2; next } { d = $2 - a[$1]; if(d > 0) printf "%s %d, ", $1, d }' "$1" "$2" |
+    sed 's/, $//'
+}
 ctl_metrics() {
   curl -sf "http://127.0.0.1:$ctl_port/metrics" | awk '
     /^godwit_kube_ratelimiter_wait_seconds_total / { w = $2 }
@@ -358,6 +368,7 @@ for r in $(seq 1 "$rounds"); do
       name=bench-$r
       timeline_start "$name" "$work/$name.timeline"
       read -r req0 rl0 < <(ctl_metrics)
+      ctl_requests >"$work/$name.req0"
       t0=$(now)
       if ! operator_run "$name" "$work/$name.log"; then
         t1=$(now)
@@ -368,6 +379,7 @@ for r in $(seq 1 "$rounds"); do
       fi
       t1=$(now)
       read -r req1 rl1 < <(ctl_metrics)
+      ctl_requests >"$work/$name.req1"
       timeline_stop
       check_target "round $r, operator"
       check_args "$name"
@@ -376,7 +388,7 @@ for r in $(seq 1 "$rounds"); do
       echo "  round $r: operator (apply..Complete) $(secs "$t0" "$t1") s (the worker's pgcopydb's own total: $(pgc_total "$work/$name-worker.log") s)"
       explain "$t0" "$work/$name.timeline" "$rl0" "$rl1" >"$work/$name.explain"
       grep -v '^SPLIT' "$work/$name.explain" || true
-      echo "      the controller: $((req1 - req0)) API requests, $(secs "$rl0" "$rl1") s in all waiting for its client-side rate limiter (20 requests/s, burst 30)"
+      echo "      the controller: $((req1 - req0)) API requests ($(requests_diff "$work/$name.req0" "$work/$name.req1")), $(secs "$rl0" "$rl1") s in all waiting for its client-side rate limiter"
       awk '/^SPLIT/ { print $2, $3, $4, $5, $6 }' "$work/$name.explain" >>"$work/split.times"
       kubectl delete migration "$name" --wait=false >/dev/null 2>&1 || true
     fi

@@ -49,6 +49,7 @@ enum step_outcome mig_step_catalog(struct mig *m)
     return STEP_PASSED;
   struct step_run r = { .step = "catalog", .max_attempts = m->o->step_attempts };
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
+  enum step_outcome out = STEP_WAIT;
   const cJSON *rep = r.v.report;
   const cJSON *total = json_get(rep, "tablesTotal"), *done = json_get(rep, "tablesDone");
   char names[1024];
@@ -65,7 +66,7 @@ enum step_outcome mig_step_catalog(struct mig *m)
       edit_cond(&m->ed, C_CLONE, COND_TRUE, "CloneSucceeded",
                "the worker Job finished; pgcopydb's catalog could not be read: %s", r.message);
     step_record(&m->ed, "catalog", r.attempt, o == STEP_PASSED ? "Passed" : "Failed", r.message);
-    edit_requeue(&m->ed, 1);
+    out = STEP_PASSED; /* decided: the next steps go on in this pass, one write for all */
   } else if(o == STEP_FAILED) {
     step_record(&m->ed, "catalog", r.attempt, "Failed", r.message);
     edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneIncomplete",
@@ -78,15 +79,13 @@ enum step_outcome mig_step_catalog(struct mig *m)
              "use the target as a complete copy", names);
   }
   step_run_release(&r);
-  return m->ed.phase == MP_FAILED ? STEP_FAILED : STEP_WAIT;
+  return m->ed.phase == MP_FAILED ? STEP_FAILED : out;
 }
 
 /* The worker exited: the copy is past, what remains is the tail of the clone. */
 enum step_outcome mig_step_finalizing(struct mig *m)
 {
-  if(m->phase != MP_CLONING)
-    return STEP_PASSED;
-  edit_phase(&m->ed, MP_FINALIZING);
-  edit_requeue(&m->ed, 1);
-  return STEP_WAIT;
+  if(m->phase == MP_CLONING)
+    edit_phase(&m->ed, MP_FINALIZING); /* the catalog starts in the same write */
+  return STEP_PASSED;
 }

@@ -267,7 +267,8 @@ struct rec_result mig_result(struct mig *m, gw_rc rc)
     return rec_terminal(rc);
   if(rc)
     return rec_retry(rc);
-  return m->ed.requeue_ms > 0 ? rec_requeue_after(m->ed.requeue_ms) : rec_done();
+  long next = edit_next_look(&m->ed);
+  return next > 0 ? rec_requeue_after(next) : rec_done();
 }
 
 /* ---- registration ---- */

@@ -29,7 +29,7 @@ enum step_outcome mig_step_verify(struct mig *m)
   struct step_run r = { .step = "verify", .max_attempts = m->o->step_attempts };
   enum step_outcome o = mig_step_drive(m, &r, render_verify, NULL);
   const cJSON *drained = json_get(r.v.report, "drained");
-  enum step_outcome out = STEP_WAIT; /* a proof recorded now counts once it is written */
+  enum step_outcome out = STEP_WAIT;
   if(o == STEP_PASSED && !cJSON_IsFalse(drained)) {
     bool exact = cJSON_IsTrue(json_get(r.v.report, "exact"));
     const char *origin = json_get_str(r.v.report, "originLSN");
@@ -44,7 +44,7 @@ enum step_outcome mig_step_verify(struct mig *m)
                origin ? origin : "unknown",
                mig_status_str(m, "cutoverLSN") ? mig_status_str(m, "cutoverLSN") : "");
     step_record(&m->ed, "verify", r.attempt, "Passed", msg);
-    edit_requeue(&m->ed, 1);
+    out = STEP_PASSED; /* proven: the next steps go on in this pass, one write for all */
   } else if(o == STEP_PASSED || o == STEP_FAILED) {
     step_record(&m->ed, "verify", r.attempt, "Failed", r.message);
     edit_cond(&m->ed, C_CUTOVER, COND_FALSE, "DrainIncomplete",
@@ -66,9 +66,11 @@ enum step_outcome mig_step_cutover_completed(struct mig *m)
 {
   if(cond_is_true(m->obj, C_CUTOVER))
     return STEP_PASSED;
-  const char *msg = json_get_str(m->obj, "status.steps.verify.message");
+  /* the proof's message: of this pass (queued), or of an earlier one */
+  const char *msg = cJSON_GetStringValue(edit_queued(&m->ed, "steps.verify.message"));
+  if(!msg)
+    msg = json_get_str(m->obj, "status.steps.verify.message");
   edit_cond(&m->ed, C_CUTOVER, COND_TRUE, "DrainVerified", "%s",
             msg ? msg : "the drain is proven");
-  edit_requeue(&m->ed, 1);
-  return STEP_WAIT;
+  return STEP_PASSED;
 }

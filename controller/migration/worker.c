@@ -209,7 +209,7 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
 {
   memset(v, 0, sizeof(*v));
   int n = (int)mig_status_int(m, "attempts", 0);
-  if(n < 1) {
+  if(n < 1) { /* recorded first (the preflight records it as it passes) */
     edit_set_int(&m->ed, "attempts", 1);
     edit_requeue(&m->ed, 1);
     return W_WAIT;
