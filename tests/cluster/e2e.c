@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "json.h"
 #include "strbuf.h"
 
@@ -92,7 +94,8 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   setenv("GODWIT_POLL_INTERVAL_MS", "1000", 1);
   setenv("GODWIT_RUNNER_IMAGE", "ghcr.io/godwit-dev/godwit:test", 1);
   setenv("GODWIT_STEP_ATTEMPTS", "3", 1);
-  cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER));
+  cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER) |
+                    (o->faults ? CL_FAULTS : 0));
   e->k = cl_client(&e->c, "admin");
   pgfx_start(&e->src, &(struct pgfx_opts){
                         .logical = o->logical,
@@ -673,3 +676,60 @@ bool e2e_wait_complete(struct e2e *e, const char *name, int timeout_ms)
   } while(e2e_mono_ms() < end);
   return false;
 }
+
+/* ---- the controller's metrics ---- */
+
+static size_t sink(char *p, size_t size, size_t n, void *ud)
+{
+  return strbuf_add(ud, p, size * n) ? 0 : size * n;
+}
+
+char *e2e_controller_metrics(struct e2e *e)
+{
+  FILE *f = fopen(cl_path(&e->c, "controller.port"), "r");
+  cr_assert_not_null(f, "the controller wrote no port file");
+  int port = 0;
+  cr_assert_eq(fscanf(f, "%d", &port), 1);
+  fclose(f);
+  char url[64];
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+  struct strbuf sb;
+  strbuf_init(&sb, 16u << 20);
+  CURL *h = curl_easy_init();
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+  long code = 0;
+  cr_assert_eq(curl_easy_perform(h), CURLE_OK);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(h);
+  cr_assert_eq(code, 200);
+  return strbuf_take(&sb, NULL);
+}
+
+double e2e_metric(const char *text, const char *series)
+{
+  size_t n = strlen(series);
+  for(const char *p = strstr(text, series); p; p = strstr(p + 1, series))
+    if((p == text || p[-1] == '\n') && p[n] == ' ')
+      return strtod(p + n + 1, NULL);
+  return -1;
+}
+
+double e2e_metric_sum(const char *text, const char *prefix)
+{
+  double sum = 0;
+  size_t n = strlen(prefix);
+  for(const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if(strncmp(p, prefix, n))
+      continue;
+    const char *eol = strchr(p, '\n'), *sp = p;
+    for(const char *q = p; *q && q != eol; q++)
+      if(*q == ' ')
+        sp = q;
+    sum += strtod(sp + 1, NULL);
+  }
+  return sum;
+}
+

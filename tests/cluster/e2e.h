@@ -40,6 +40,7 @@ struct e2e_opts {
                             * of the admin of a server that has the setting */
   bool plugins_default;    /* output_plugin_libraries left as the package sets it */
   const char *src_bin;     /* the source server's bin directory (NULL: Debian's) */
+  bool faults;             /* the API server's fault injection (cl_fault on e->c) */
   bool no_target_create;   /* dst_app without CREATE on the target (remediation tests) */
   bool no_controller;      /* start the controller later (e2e_controller_start) */
 };
@@ -125,6 +126,14 @@ char *e2e_jobs(struct e2e *e, const char *name);
 /* Rows and an order-independent checksum of a table. */
 long long e2e_count(struct pgfx *pg, const char *db, const char *table);
 long long e2e_checksum(struct pgfx *pg, const char *db, const char *table);
+/* The controller's /metrics text (malloc'd). */
+char *e2e_controller_metrics(struct e2e *e);
+/* The value of the series named exactly (labels included), or -1 when absent; with a prefix
+ * ending in '{' or a bare name, use e2e_metric_sum. */
+double e2e_metric(const char *text, const char *series);
+/* The sum of every series whose line starts with prefix. */
+double e2e_metric_sum(const char *text, const char *prefix);
+
 /* Asserts both sides hold the same rows in each table of the sample. */
 void e2e_assert_same(struct e2e *e);
 

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "e2e.h"
 #include "json.h"
 #include "strbuf.h"
@@ -29,46 +27,6 @@ TestSuite(migration_clone, .fini = stop, .timeout = 420);
   "  clone:\n" \
   "    tableJobs: 2\n" \
   "    indexJobs: 2\n"
-
-static size_t sink(char *p, size_t size, size_t n, void *ud)
-{
-  return strbuf_add(ud, p, size * n) ? 0 : size * n;
-}
-
-/* The controller's /metrics (its port is in the cluster directory). */
-static char *controller_metrics(void)
-{
-  FILE *f = fopen(cl_path(&E.c, "controller.port"), "r");
-  cr_assert_not_null(f, "the controller wrote no port file");
-  int port = 0;
-  cr_assert_eq(fscanf(f, "%d", &port), 1);
-  fclose(f);
-  char url[64];
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
-  struct strbuf sb;
-  strbuf_init(&sb, 16u << 20);
-  CURL *h = curl_easy_init();
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-  long code = 0;
-  cr_assert_eq(curl_easy_perform(h), CURLE_OK);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(h);
-  cr_assert_eq(code, 200);
-  return strbuf_take(&sb, NULL);
-}
-
-/* The value of one series, or -1 when absent. */
-static double metric(const char *text, const char *series)
-{
-  size_t n = strlen(series);
-  for(const char *p = strstr(text, series); p; p = strstr(p + 1, series))
-    if((p == text || p[-1] == '\n') && p[n] == ' ')
-      return strtod(p + n + 1, NULL);
-  return -1;
-}
 
 /* Nothing secret in what a person or a log can see. */
 static void assert_no_credentials(const char *what, const char *text)
@@ -185,14 +143,14 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   cr_assert_eq(e2e_event_count(&E, "shop", "AttemptFailed"), 0, "%s", d);
 
   /* the metrics of the run */
-  char *mx = controller_metrics();
+  char *mx = e2e_controller_metrics(&E);
 #define SERIES(m, extra) m "{namespace=\"" E2E_NS "\",name=\"shop\"" extra "}"
-  cr_assert_eq(metric(mx, SERIES("godwit_migration_phase", ",phase=\"Completed\"")), 1, "%s", mx);
-  cr_assert_eq(metric(mx, SERIES("godwit_migration_phase", ",phase=\"Cloning\"")), 0, "%s", mx);
-  cr_assert_eq(metric(mx, SERIES("godwit_migration_attempts", "")), 1, "%s", mx);
-  cr_assert_gt(metric(mx, SERIES("godwit_migration_target_size_bytes", "")), 1e6,
+  cr_assert_eq(e2e_metric(mx, SERIES("godwit_migration_phase", ",phase=\"Completed\"")), 1, "%s", mx);
+  cr_assert_eq(e2e_metric(mx, SERIES("godwit_migration_phase", ",phase=\"Cloning\"")), 0, "%s", mx);
+  cr_assert_eq(e2e_metric(mx, SERIES("godwit_migration_attempts", "")), 1, "%s", mx);
+  cr_assert_gt(e2e_metric(mx, SERIES("godwit_migration_target_size_bytes", "")), 1e6,
                "the probe sampled the target's size while it grew");
-  cr_assert_lt(metric(mx, SERIES("godwit_migration_lag_bytes", "")), 0, "a clone has no lag");
+  cr_assert_lt(e2e_metric(mx, SERIES("godwit_migration_lag_bytes", "")), 0, "a clone has no lag");
   assert_no_credentials("the metrics", mx);
 #undef SERIES
   free(mx);
