@@ -38,7 +38,7 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
-        bench-webhook bench-migration fuzz demo demo-webhook \
+        bench-webhook bench-migration bench-controller fuzz demo demo-webhook \
         certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
@@ -199,13 +199,20 @@ $(BUILD)/godwit-bench-probe: $(call obj,bench/migration/probe.c) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# make bench: both benchmarks, one after the other (bench-webhook about 3 minutes,
-# bench-migration about 2 at its default size; docs/operations/benchmarks.md).
+# make bench: every benchmark, one after the other (bench-webhook about 3 minutes,
+# bench-migration about 2 at its default size, bench-controller about 2;
+# docs/operations/benchmarks.md).
 bench: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler \
 	  $(BUILD)/godwit-bench-probe
 	bench/webhook/run.sh $(BUILD)
 	bench/migration/run.sh $(BUILD)
+	bench/controller/run.sh $(BUILD)
+
+# The controller at scale: 500 dry-run Migrations at once, then 5,000 cached objects.
+bench-controller: deps
+	$(MAKE) all
+	bench/controller/run.sh $(BUILD)
 
 bench-webhook: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler

@@ -6,6 +6,8 @@
 #   tests/pg/pgserver.sh start DIR PORT [logical]   # superuser "postgres", password "postgres"
 #   tests/pg/pgserver.sh stop DIR
 #
+# PG_MAX_CONNECTIONS (optional) sets max_connections (default: PostgreSQL's, 100).
+#
 # As root, initdb and postgres run as the unprivileged system user godwit-pg (initdb refuses
 # root), created on first use. Local socket connections are trusted (psql -h DIR/sock -U postgres),
 # TCP ones need a password (scram-sha-256).
@@ -38,6 +40,9 @@ synchronous_commit = off
 full_page_writes = off
 dynamic_shared_memory_type = mmap
 EOF
+  if [ -n "${PG_MAX_CONNECTIONS:-}" ]; then
+    echo "max_connections = $PG_MAX_CONNECTIONS" >>"$dir/data/postgresql.conf"
+  fi
   if [ "$mode" = logical ]; then
     printf "wal_level = logical\nmax_replication_slots = 10\nmax_wal_senders = 10\n" \
       >>"$dir/data/postgresql.conf"
