@@ -32,12 +32,12 @@ static void not_done(const cJSON *report, char *buf, size_t len)
   cJSON_ArrayForEach(it, json_get(report, "notDone"))
   {
     const char *t = cJSON_IsString(it) ? it->valuestring : json_get_str(it, "table");
-    if(t && !rc && i < 20)
+    if(t && !rc && i < MIG_LIST_TABLES)
       rc = strbuf_addf(&sb, "%s%s", i ? ", " : "", t);
     i++;
   }
-  if(i > 20 && !rc)
-    rc = strbuf_addf(&sb, " (and %d more)", i - 20);
+  if(i > MIG_LIST_TABLES && !rc)
+    rc = strbuf_addf(&sb, " (and %d more)", i - MIG_LIST_TABLES);
   snprintf(buf, len, "%s", rc ? "" : strbuf_str(&sb));
   strbuf_release(&sb);
 }

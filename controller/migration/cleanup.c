@@ -59,9 +59,9 @@ gw_rc mig_finalizer(struct mig *m, bool want)
   cJSON *stored = NULL;
   struct kube_status st;
   kube_status_init(&st);
-  gw_rc rc = kube_update(m->rc->kube, &MIGRATION_GVR, m->ns, obj, NULL, &stored, &st);
+  gw_rc rc = kube_update(m->ctx->kube, &MIGRATION_GVR, m->ns, obj, NULL, &stored, &st);
   if(rc)
-    log_kv(LOG_WARN, "cannot update the finalizers", "key", m->rc->key, "error",
+    log_kv(LOG_WARN, "cannot update the finalizers", "key", m->ctx->key, "error",
            gw_strerror(rc), "reason", st.reason, LOG_END);
   kube_status_release(&st);
   cJSON_Delete(obj);

@@ -52,7 +52,7 @@ static void differing(const cJSON *report, char *buf, size_t len)
     if(same)
       continue;
     const char *name = json_get_str(t, "table");
-    if(n++ < 10 && name && used + strlen(name) + 3 < len)
+    if(n++ < MIG_LIST_DIFFERING && name && used + strlen(name) + 3 < len)
       used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
   }
 }
@@ -67,7 +67,7 @@ static void schema_differences(const cJSON *report, char *buf, size_t len)
   cJSON_ArrayForEach(d, json_get(report, "schema.differences"))
   {
     const char *s = cJSON_GetStringValue(d);
-    if(!s || shown >= 5 || used + strlen(s) + 3 >= len)
+    if(!s || shown >= MIG_LIST_SCHEMA_DIFFS || used + strlen(s) + 3 >= len)
       break;
     used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "; " : "", s);
     shown++;

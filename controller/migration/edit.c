@@ -79,7 +79,7 @@ void mig_complete(struct mig *m, const char *reason, const char *fmt, ...)
 
 gw_rc mig_commit(struct mig *m)
 {
-  gw_rc rc = edit_commit(&m->ed, m->rc, &m->obj);
+  gw_rc rc = edit_commit(&m->ed, m->ctx, &m->obj);
   if(!rc)
     m->phase = mig_phase_parse(json_get_str(m->obj, "status.phase"));
   return rc;

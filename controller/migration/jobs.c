@@ -28,12 +28,12 @@ char *mig_scrub(const char *s, size_t max)
 
 void mig_owner_init(struct mig *m)
 {
-  m->owner = (struct rj_owner){ .kube = m->rc->kube, .key = m->rc->key,
+  m->owner = (struct rj_owner){ .kube = m->ctx->kube, .key = m->ctx->key,
                                 .api_version = MIGRATION_GROUP "/v1", .kind = "Migration",
                                 .ns = m->ns, .name = m->name, .uid = m->uid,
                                 .label = MIG_LABEL, .runner = "migration",
-                                .jobs = mgr_cache(m->rc->mgr, &KUBE_JOBS),
-                                .pods = mgr_cache(m->rc->mgr, &KUBE_PODS) };
+                                .jobs = mgr_cache(m->ctx->mgr, &KUBE_JOBS),
+                                .pods = mgr_cache(m->ctx->mgr, &KUBE_PODS) };
 }
 
 /* Takes s->args. */

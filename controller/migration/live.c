@@ -155,9 +155,9 @@ static int presence_sample(struct mig *m, char **out, char *err, size_t errlen)
       empty = -1;
     } else if(d == 0) {
       gw_rc arc = GW_OK;
-      if(empty < 20)
+      if(empty < MIG_LIST_TABLES)
         arc = strbuf_addf(&sb, "%s%s.%s", empty ? ", " : "", schema, name);
-      else if(empty == 20)
+      else if(empty == MIG_LIST_TABLES)
         arc = strbuf_adds(&sb, ", ...");
       (void)arc; /* a name list cut short still names the first ones */
       empty++;
@@ -189,7 +189,7 @@ static int64_t lag_sample(struct mig *m)
   for(int round = 0; round < 2 && !answered; round++) {
     struct mig_pg pg;
     if(!mig_pg_open(m, true, &pg, err, sizeof(err))) {
-      log_kv(LOG_INFO, "lag: no answer from the source", "key", m->rc->key, "reason", err,
+      log_kv(LOG_INFO, "lag: no answer from the source", "key", m->ctx->key, "reason", err,
              LOG_END);
       return -1;
     }
@@ -266,7 +266,7 @@ static void base_copy(struct mig *m, const struct job_view *worker)
   char *names = NULL, err[512] = "";
   int empty = presence_sample(m, &names, err, sizeof(err));
   if(empty < 0) {
-    log_kv(LOG_INFO, "presence sample not taken", "key", m->rc->key, "reason", err, LOG_END);
+    log_kv(LOG_INFO, "presence sample not taken", "key", m->ctx->key, "reason", err, LOG_END);
     edit_requeue(&m->ed, m->o->lag_interval_ms);
   } else if(empty > 0) {
     edit_cond(&m->ed, C_CLONE, COND_FALSE, "TablesEmptyOnTarget",

@@ -88,6 +88,12 @@ enum mig_phase mig_phase_parse(const char *s);
 /* A status write refused because the object moved meanwhile: decide again soon, from the
  * fresh object (not the queue's backoff: nothing failed). */
 #define MIG_CONFLICT_RETRY_MS 50
+/* How much a message a person reads quotes before it says "and N more". */
+#define MIG_LIST_TABLES 20       /* tables not done (CloneIncomplete), empty on the target */
+#define MIG_LIST_DIFFERING 10    /* tables a data compare found different (DataMismatch) */
+#define MIG_LIST_SCHEMA_DIFFS 5  /* schema differences quoted in SchemaMismatch */
+#define MIG_TAIL_REOWN 6         /* the handover's last log lines in OwnershipFailed */
+#define MIG_TAIL_WORKER 20       /* the worker's last log lines read for its exit (WorkerZombie) */
 #define MIG_LABEL "godwit.dev/migration"
 
 /* ---- the reconcile context ---- */
@@ -102,7 +108,7 @@ struct pgc_version {
 enum worker_state { W_WAIT, W_RUNNING, W_SUCCEEDED, W_FAILED };
 
 struct mig {
-  struct rec_ctx *rc;
+  struct rec_ctx *ctx; /* the reconcile: client, recorder, caches, key */
   const struct migration_opts *o;
   cJSON *obj;
   const char *ns, *name, *uid;

@@ -94,7 +94,7 @@ static bool version_known(struct mig *m)
   } else if(o == STEP_FAILED) {
     /* unknown: render the flags every version knows, and say so */
     step_record(&m->ed, "probe", r.attempt, "Failed", r.message);
-    log_kv(LOG_WARN, "the worker image's pgcopydb version is unknown", "key", m->rc->key,
+    log_kv(LOG_WARN, "the worker image's pgcopydb version is unknown", "key", m->ctx->key,
            LOG_END);
   }
   step_run_release(&r);

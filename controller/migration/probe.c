@@ -53,7 +53,7 @@ void mig_probe(struct mig *m, const struct job_view *worker)
   for(int round = 0; round < 2 && copy < 0; round++) {
     struct mig_pg pg;
     if(!mig_pg_open(m, false, &pg, err, sizeof(err))) {
-      log_kv(LOG_INFO, "probe: no answer from the target", "key", m->rc->key, "reason", err,
+      log_kv(LOG_INFO, "probe: no answer from the target", "key", m->ctx->key, "reason", err,
              LOG_END);
       return; /* unknown: the phase stays */
     }
@@ -64,7 +64,7 @@ void mig_probe(struct mig *m, const struct job_view *worker)
       size = atoll(PQgetvalue(r, 0, 2));
     } else if(!pg.reused || PQstatus(pg.c) == CONNECTION_OK) {
       char *msg = mig_scrub(PQresultErrorMessage(r), 300);
-      log_kv(LOG_INFO, "probe: the query failed", "key", m->rc->key, "reason", msg ? msg : "",
+      log_kv(LOG_INFO, "probe: the query failed", "key", m->ctx->key, "reason", msg ? msg : "",
              LOG_END);
       free(msg);
       round = 2;

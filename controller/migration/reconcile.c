@@ -26,7 +26,7 @@ static const struct migration_opts defaults = {
 void mig_init(struct mig *m, struct rec_ctx *rc, const struct migration_opts *o, cJSON *obj)
 {
   memset(m, 0, sizeof(*m));
-  m->rc = rc;
+  m->ctx = rc;
   m->o = o;
   m->obj = obj;
   m->ns = rc->ns;
@@ -99,7 +99,7 @@ static void invalid(struct mig *m, const char *msg)
 {
   if(!phase_allowed(&mig_phases, m->phase, MP_FAILED, MP_NONE)) {
     log_kv(LOG_WARN, "the spec does not validate; holding (Failed is not reachable from this "
-           "phase)", "key", m->rc->key, "phase", mig_phase_name(m->phase), LOG_END);
+           "phase)", "key", m->ctx->key, "phase", mig_phase_name(m->phase), LOG_END);
     edit_requeue(&m->ed, m->o->poll_interval_ms);
     return;
   }

@@ -25,7 +25,7 @@ static void last_lines(struct mig *m, const char *pod, char *buf, size_t len)
 {
   buf[0] = '\0';
   char *tail = NULL;
-  if(!rj_log_tail(&m->owner, pod, 6, &tail) && tail) {
+  if(!rj_log_tail(&m->owner, pod, MIG_TAIL_REOWN, &tail) && tail) {
     size_t n = strlen(tail);
     while(n && tail[n - 1] == '\n')
       tail[--n] = '\0';

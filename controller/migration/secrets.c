@@ -26,7 +26,7 @@ gw_rc mig_secret_get(struct mig *m, const char *name, const char *key, char **ou
   cJSON *sec = NULL;
   struct kube_status st;
   kube_status_init(&st);
-  gw_rc rc = kube_get(m->rc->kube, &KUBE_SECRETS, m->ns, name, &sec, &st);
+  gw_rc rc = kube_get(m->ctx->kube, &KUBE_SECRETS, m->ns, name, &sec, &st);
   kube_status_release(&st);
   if(rc == GW_ENOTFOUND) {
     snprintf(err, errlen, "secret \"%s\" not found", name);

@@ -117,7 +117,7 @@ static bool clone_done(const struct mig *m)
 static void zombie_check(struct mig *m, const struct job_view *v)
 {
   char *tail = NULL;
-  if(rj_log_tail(&m->owner, v->pod, 20, &tail)) {
+  if(rj_log_tail(&m->owner, v->pod, MIG_TAIL_WORKER, &tail)) {
     free(tail);
     return;
   }
