@@ -16,7 +16,15 @@ SHARED_SRC  := $(sort $(wildcard shared/*.c shared/api/*.c shared/kube/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC   := $(sort $(wildcard tests/integration/*.c))
-CLUSTER_SRC := $(sort $(wildcard tests/cluster/*.c))
+# Tests that need the local cluster, in three binaries: the controller's (tests/controller), the
+# local cluster's own (tests/localcluster/tests: API server, job runner, client, kubectl), and
+# the end-to-end ones (tests/cluster: Migrations and runner steps on real PostgreSQL). The
+# harness (tests/cluster/harness.c, e2e.c) and the helpers link into each.
+CLUSTER_SRC := $(sort $(wildcard tests/cluster/test_*.c))
+CTRLTEST_SRC := $(sort $(wildcard tests/controller/test_*.c))
+LCTEST_SRC := $(sort $(wildcard tests/localcluster/tests/test_*.c))
+TESTLIB_SRC := $(sort $(filter-out $(CLUSTER_SRC) $(CTRLTEST_SRC) $(LCTEST_SRC), \
+                 $(wildcard tests/cluster/*.c tests/controller/*.c tests/localcluster/tests/*.c)))
 APISERVER_SRC := $(sort $(wildcard tests/localcluster/apiserver/*.c))
 JOBRUNNER_SRC := $(sort $(wildcard tests/localcluster/jobrunner/*.c))
 CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/%,$(wildcard controller/*.c controller/*/*.c)))
@@ -43,7 +51,8 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
 all: $(BINS)
 
 # Tests may include webhook headers; shared/ never does (STYLE.md).
-$(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook -Icontroller -Itests/localcluster/apiserver -Itests/pg
+$(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook -Icontroller -Itests/localcluster/apiserver -Itests/pg \
+  -Itests/cluster -Itests/controller -Itests/localcluster/tests
 $(BUILD)/obj/manifests/%.o: CFLAGS += -Imanifests/gen
 
 
@@ -91,13 +100,23 @@ $(BUILD)/tests/unit: $(call obj,$(UNIT_SRC)) $(WEBHOOK_OBJ) $(SHARED_OBJ)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
 # The API server's CRD schema, admission and conversion layers, also linked into the cluster
-# tests that call them directly (tests/cluster/test_apiserver_*.c).
+# tests that call them directly (tests/localcluster/tests/test_apiserver_*.c).
 LAYERS_SRC := $(sort $(wildcard $(addprefix tests/localcluster/apiserver/,schema*.c admission*.c \
                 conversion.c webhook_call.c status.c)))
-$(BUILD)/tests/cluster: $(call obj,$(CLUSTER_SRC) $(CONTROLLER_SRC) $(PG_SRC) $(LAYERS_SRC)) $(SHARED_OBJ)
+TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC) $(CONTROLLER_SRC) $(PG_SRC) $(LAYERS_SRC)) $(SHARED_OBJ)
+$(BUILD)/tests/cluster: $(call obj,$(CLUSTER_SRC)) $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+$(BUILD)/tests/controller: $(call obj,$(CTRLTEST_SRC)) $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+$(BUILD)/tests/localcluster: $(call obj,$(LCTEST_SRC)) $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+CLUSTER_TESTS := $(BUILD)/tests/controller $(BUILD)/tests/localcluster $(BUILD)/tests/cluster
 $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
@@ -122,7 +141,7 @@ deps:
 # Builds run on every CPU; the suites decide their own parallelism.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	$(MAKE) -j$(NPROC) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(BUILD)/tests/cluster
+	$(MAKE) -j$(NPROC) all $(BUILD)/tests/unit $(BUILD)/tests/integration $(CLUSTER_TESTS)
 	$(MAKE) test-unit test-integration test-cluster test-rules test-demo check-generated lint \
 	  test-clang
 
@@ -134,7 +153,9 @@ test-integration: all $(BUILD)/tests/integration
 
 # The local cluster: API server, client, job runner, controller manager, real kubectl.
 CLUSTER_JOBS ?= 2
-test-cluster: all $(BUILD)/tests/cluster
+test-cluster: all $(CLUSTER_TESTS)
+	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/controller --jobs $(CLUSTER_JOBS)
+	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/localcluster --jobs $(CLUSTER_JOBS)
 	GODWIT_BUILD=$(BUILD) $(BUILD)/tests/cluster --jobs $(CLUSTER_JOBS)
 
 # The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer. The cluster suite
@@ -144,7 +165,8 @@ test-cluster: all $(BUILD)/tests/cluster
 test-asan: deps
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  all build-asan/tests/unit build-asan/tests/integration build-asan/tests/cluster
+	  all build-asan/tests/unit build-asan/tests/integration build-asan/tests/controller \
+	  build-asan/tests/localcluster build-asan/tests/cluster
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  CLUSTER_JOBS=1 test-unit test-integration test-cluster
