@@ -13,6 +13,10 @@
 #include "log.h"
 #include "manager.h"
 #include "migration/migration.h"
+#include "pgpool.h"
+
+#define CONTROLLER_PG_SESSIONS 64   /* idle sessions kept at most (least recently used go) */
+#define CONTROLLER_PG_IDLE_MS 60000 /* an idle session closes after a minute */
 
 struct controller_config {
   const char *kubeconfig;
@@ -170,6 +174,12 @@ static int run(const struct controller_config *c, const char *identity)
     .cleanup_attempts = (int)c->cleanup_attempts,
     .connect_timeout_s = c->db_timeout,
   };
+  /* the controller's database sessions, kept between samples: one idle per Migration and side,
+   * closed after a minute unused */
+  if(!code && pg_pool_new(&mig.pool, CONTROLLER_PG_SESSIONS, CONTROLLER_PG_IDLE_MS)) {
+    log_kv(LOG_ERROR, "cannot set up the database session pool", LOG_END);
+    code = 1;
+  }
   char err[256] = "";
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
@@ -192,7 +202,7 @@ static int run(const struct controller_config *c, const char *identity)
       code = 1;
   }
   mgr_free(m);
-  migration_shutdown();
+  pg_pool_free(mig.pool);
   kube_client_free(lkube);
   kube_client_free(kube);
   kube_config_release(&lkc);

@@ -153,7 +153,7 @@ static void wipe_free(char *s)
   }
 }
 
-/* The target URI from the Secret, as the controller reads it for each sample (mig_uri). */
+/* The target URI from the Secret, as the controller reads it for each sample (secret_ref_get). */
 static char *secret_uri(struct kube_client *k, const struct probe_config *c)
 {
   cJSON *sec = NULL;

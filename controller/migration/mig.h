@@ -7,8 +7,8 @@
  *                 step of the phase, and the order of the steps after the copy (the tails)
  *   edit.c        the phase table, Complete and Failed, the one status write of a reconcile
  *   jobs.c        the Migration's runner Jobs (names, credentials, the work dir) on the core's
- *   secrets.c     a Secret key read for the controller's own libpq connections
- *   pgpool.c      the controller's database sessions, kept between samples
+ *   pgpool.c      the controller's database sessions (URIs from the Secrets), kept between
+ *                 samples in the core's pool
  *   validate.c    the shared rule set and the rendering check (InvalidSpec)
  *   observe.c     the first observation (Pending)
  *   worker.c      the worker attempts, log-tail classification (PermissionDenied, the restart
@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "../edit.h"
+#include "../pgpool.h"
 #include "../runjob.h"
 #include "../stepdrive.h"
 #include "../manager.h"
@@ -193,34 +194,21 @@ typedef void (*step_render_fn)(struct mig *m, int attempt, struct job_spec *s, v
 enum step_outcome mig_step_drive(struct mig *m, struct step_run *r, step_render_fn render,
                                  void *ctx);
 
-/* ---- secrets.c ---- */
-
-/* The value of key in Secret name (malloc'd; free with mig_secret_free, which wipes it). */
-gw_rc mig_secret_get(struct mig *m, const char *name, const char *key, char **out,
-                     char *err, size_t errlen) GW_MUST_CHECK;
-void mig_secret_free(char *s);
-/* The source or target URI of the spec. */
-gw_rc mig_uri(struct mig *m, bool source, char **out, char *err, size_t errlen) GW_MUST_CHECK;
-/* A libpq connection with the URI (connect and statement timeouts, application_name
- * godwit-controller); NULL with err set (scrubbed). */
-PGconn *mig_pg_connect_uri(struct mig *m, const char *uri, char *err, size_t errlen);
-
 /* ---- pgpool.c ---- */
 
-/* A controller session to the source or the target, reused between samples (per Migration and
- * side, while the Secret's URI stays the same; idle ones close after a minute). */
+/* A controller session to the source or the target, reused between samples through the core's
+ * pool (migration_opts.pool, controller/pgpool.h; per Migration and side, while the Secret's URI
+ * stays the same). */
 struct mig_pg {
   PGconn *c;
   bool source;
   bool reused; /* from the pool: a failure may be a session the server closed meanwhile */
-  unsigned char digest[32];
+  unsigned char digest[PG_DIGEST_LEN];
 };
 /* false with err set (scrubbed). */
 bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t errlen);
 /* Back to the pool when ok and the session is sound, else closed. */
 void mig_pg_close(struct mig *m, struct mig_pg *s, bool ok);
-/* Closes the sessions of a Migration (it finished or went away). */
-void mig_pg_forget(const char *uid);
 
 /* ---- validate.c ---- */
 

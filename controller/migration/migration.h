@@ -22,6 +22,7 @@
 #include <cJSON.h>
 
 #include "../manager.h"
+#include "../pgpool.h"
 
 extern const struct kube_gvr MIGRATION_GVR; /* pgcopydb.io/v1 migrations */
 
@@ -36,6 +37,8 @@ struct migration_opts {
   int step_attempts;          /* attempts of a runner step that fails transiently (default 5) */
   int cleanup_attempts;       /* attempts of the cleanup Job (default 3) */
   long connect_timeout_s;     /* the controller's libpq connections (default 5) */
+  struct pg_pool *pool;       /* sessions kept between samples (controller/pgpool.h), the
+                               * program's; NULL: a login at every sample */
 };
 
 /* The first observation of *m (the object from the cache). When it writes, *m is replaced by
@@ -52,8 +55,6 @@ gw_rc migration_register_opts(struct mgr *m, const struct migration_opts *o, str
 /* Registers the first observation alone (see above). */
 gw_rc migration_register(struct mgr *m, struct ctrl **out) GW_MUST_CHECK;
 
-/* Closes the controller's pooled database sessions (pgpool.c); after the manager stopped. */
-void migration_shutdown(void);
 
 /* Prometheus series of every cached Migration (metrics.c), rendered into sb. */
 struct strbuf;

@@ -191,7 +191,7 @@ static void running(struct mig *m)
 static gw_rc step(struct mig *m)
 {
   if(m->deleting || finished(m) || m->suspend)
-    mig_pg_forget(m->uid); /* no more samples: the pooled sessions go */
+    pg_pool_forget(m->o->pool, m->uid); /* no more samples: the pooled sessions go */
   if(m->deleting)
     return mig_deletion(m);
   if(finished(m))
