@@ -12,7 +12,10 @@ log=$(mktemp /tmp/godwit-demo-fail-XXXXXX.log)
 trap 'rm -f "$log"' EXIT
 fail() { echo "demo-fails-fast: $*" >&2; tail -n 40 "$log" >&2; exit 1; }
 
-/usr/lib/postgresql/15/bin/postgres --describe-config 2>/dev/null | grep -q '^output_plugin_libraries	' ||
+# the whole list first, then the search: grep -q would close the pipe early, and under pipefail
+# postgres's SIGPIPE would read as "no such setting"
+settings=$(/usr/lib/postgresql/15/bin/postgres --describe-config 2>/dev/null) || true
+grep -q '^output_plugin_libraries	' <<<"$settings" ||
   fail "the installed PostgreSQL predates output_plugin_libraries (make deps brings the current one)"
 DEMO_SKIP_ADMIN_STEP=1 "$ROOT/tests/demo/migration-demo.sh" "$BUILD" >"$log" 2>&1 &
 pid=$!

@@ -19,7 +19,8 @@ if [ -x "$bin/postgres" ] && [ -f "$dir/.complete" ]; then
   echo "$bin"
   exit 0
 fi
-has_setting() { "$1/postgres" --describe-config 2>/dev/null | grep -q '^output_plugin_libraries	'; }
+# grep -c reads the whole list (grep -q would stop early, and the writer would get SIGPIPE)
+has_setting() { [ "$("$1/postgres" --describe-config 2>/dev/null | grep -c '^output_plugin_libraries	')" -gt 0 ]; }
 [ -f "/$lib/wal2json.so" ] || { echo "$0: /$lib/wal2json.so is missing (make deps)" >&2; exit 1; }
 
 versions() { apt-cache madison postgresql-15 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}'; }
