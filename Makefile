@@ -191,6 +191,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=missingIncludeSystem --std=c11 -Ishared \
 	  -I/usr/include/cjson \
+	  -i tests/localcluster/tests \
 	  shared webhook certs manifests/gen tests/tools controller tests/localcluster bench
 
 manifests: $(BUILD)/godwit-gen

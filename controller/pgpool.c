@@ -117,13 +117,13 @@ void pg_pool_put(struct pg_pool *p, const char *owner, int side,
     return;
   }
   pthread_mutex_lock(&p->mu);
-  int slot = -1;
+  int slot = 0; /* pg_pool_new made at least one */
   for(int i = 0; i < p->n; i++) {
     if(!p->slots[i].c) {
       slot = i;
       break;
     }
-    if(slot < 0 || p->slots[i].used_ms < p->slots[slot].used_ms)
+    if(p->slots[i].used_ms < p->slots[slot].used_ms)
       slot = i; /* the least recently used, if none is free */
   }
   PGconn *evict = p->slots[slot].c;
