@@ -249,10 +249,12 @@ static void consider_cached(void *ctx, const char *key, const cJSON *p)
   (void)key;
   struct newest *n = ctx;
   consider(n, p);
-  if(n->best == p) { /* the cache's objects are only valid under its lock: copy */
+  if(n->best == p) { /* the cache's objects are only valid under its lock: keep a copy */
     cJSON_Delete(n->copy);
     n->copy = cJSON_Duplicate(p, 1);
     n->best = n->copy;
+    const char *ts = json_get_str(n->copy, "metadata.creationTimestamp");
+    n->best_ts = ts ? ts : "";
   }
 }
 

@@ -8,7 +8,6 @@
 #include "json.h"
 #include "log.h"
 #include "mig.h"
-#include "redact.h"
 
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len)
 {
@@ -17,11 +16,6 @@ void job_name(const struct mig *m, const char *step, int attempt, char *buf, siz
     snprintf(buf, len, "%s-%s", m->name, step);
   else
     rj_name(&m->owner, step, attempt, buf, len);
-}
-
-char *mig_scrub(const char *s, size_t max)
-{
-  return redact_cut(s, max, NULL, 0, NULL);
 }
 
 /* ---- the Migration's Jobs on the core's runner Jobs (controller/runjob.h) ---- */

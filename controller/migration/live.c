@@ -10,6 +10,7 @@
 #include "json.h"
 #include "log.h"
 #include "mig.h"
+#include "redact.h"
 #include "strbuf.h"
 
 int mig_catchup_next(int count, bool have_sample, int64_t lag, int64_t max)
@@ -136,7 +137,7 @@ static int presence_sample(struct mig *m, char **out, char *err, size_t errlen)
   strbuf_init(&sb, 2048);
   PGresult *t = PQexec(src, tables_sql);
   if(PQresultStatus(t) != PGRES_TUPLES_OK) {
-    char *msg = mig_scrub(PQresultErrorMessage(t), 300);
+    char *msg = redact_cut(PQresultErrorMessage(t), 300, NULL, 0, NULL);
     snprintf(err, errlen, "listing the source's tables: %s", msg ? msg : "failed");
     free(msg);
     empty = -1;

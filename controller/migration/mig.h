@@ -185,8 +185,6 @@ gw_rc mig_job_get(struct mig *m, const char *step, int attempt, struct job_view 
 gw_rc mig_job_delete(struct mig *m, const char *step, int attempt) GW_MUST_CHECK;
 /* The work-dir PVC <name>-workdir, created when missing. */
 gw_rc mig_pvc_ensure(struct mig *m) GW_MUST_CHECK;
-/* A scrubbed copy of s cut to max bytes (malloc'd, never NULL unless out of memory). */
-char *mig_scrub(const char *s, size_t max);
 
 /* A runner step driven to a verdict by the core (controller/stepdrive.h), with the
  * Migration's Job names; render fills s for the attempt, ctx is its argument. */

@@ -12,6 +12,7 @@
 #include "json.h"
 #include "log.h"
 #include "mig.h"
+#include "redact.h"
 #include "probe_sql.h"
 
 static const char probe_sql[] = MIG_PROBE_SQL;
@@ -63,7 +64,7 @@ void mig_probe(struct mig *m, const struct job_view *worker)
       other = atoll(PQgetvalue(r, 0, 1));
       size = atoll(PQgetvalue(r, 0, 2));
     } else if(!pg.reused || PQstatus(pg.c) == CONNECTION_OK) {
-      char *msg = mig_scrub(PQresultErrorMessage(r), 300);
+      char *msg = redact_cut(PQresultErrorMessage(r), 300, NULL, 0, NULL);
       log_kv(LOG_INFO, "probe: the query failed", "key", m->ctx->key, "reason", msg ? msg : "",
              LOG_END);
       free(msg);
