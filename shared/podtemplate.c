@@ -1,10 +1,10 @@
 #include "podtemplate.h"
 
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "digest.h"
 #include "json.h"
 
 static bool kube_added_label(const char *k)
@@ -96,14 +96,10 @@ gw_rc podtemplate_digest(const cJSON *pod, char *out, size_t outlen)
   cJSON_Delete(canon);
   if(!text)
     return GW_ENOMEM;
-  unsigned char md[32];
-  unsigned int n = 0;
-  int ok = EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
+  char d[DIGEST_SHA256_LEN];
+  gw_rc rc = digest_sha256(text, strlen(text), d);
   cJSON_free(text);
-  if(!ok)
-    return GW_ENOMEM;
-  strcpy(out, "sha256:");
-  for(unsigned i = 0; i < n; i++)
-    snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-  return GW_OK;
+  if(!rc)
+    snprintf(out, outlen, "%s", d);
+  return rc;
 }

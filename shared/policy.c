@@ -1,11 +1,11 @@
 #include "policy.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/format.h"
+#include "digest.h"
 #include "json.h"
 
 static const struct policy_limits default_limits = {
@@ -166,12 +166,8 @@ static gw_rc limit_int(struct parser *ps, const cJSON *lim, const char *name, in
 
 static void digest_of(const char *text, size_t len, char out[72])
 {
-  unsigned char md[32];
-  unsigned int mdlen = 0;
-  EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL);
-  strcpy(out, "sha256:");
-  for(unsigned i = 0; i < mdlen; i++)
-    snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+  if(digest_sha256(text, len, out))
+    snprintf(out, 72, "sha256:unknown");
 }
 
 static const char *const top_keys[] = { "apiVersion", "kind", "images", "podMetadata",
