@@ -18,11 +18,27 @@ void rj_name(const struct rj_owner *o, const char *step, int attempt, char *buf,
 
 /* ---- rendering ---- */
 
-static cJSON *labels(const struct rj_owner *o, const char *step, int attempt, bool pod)
+static cJSON *labels(const struct rj_owner *o, const struct rj_spec *s, const char *step,
+                     int attempt, bool pod)
 {
   cJSON *l = cJSON_CreateObject();
+  if(pod && s && cJSON_IsObject(s->pod_labels)) { /* the user's first: godwit's own keys win */
+    const cJSON *x;
+    cJSON_ArrayForEach(x, s->pod_labels)
+      if(cJSON_IsString(x) && x->string)
+        cJSON_AddStringToObject(l, x->string, x->valuestring);
+  }
+  for(size_t i = 0; s && i < RJ_MAX_LABELS && s->labels[i][0]; i++) {
+    cJSON_DeleteItemFromObjectCaseSensitive(l, s->labels[i][0]);
+    cJSON_AddStringToObject(l, s->labels[i][0], s->labels[i][1] ? s->labels[i][1] : "");
+  }
   char n[16];
   snprintf(n, sizeof(n), "%d", attempt);
+  static const char *const own[] = { "app.kubernetes.io/managed-by", RJ_STEP_LABEL,
+                                      RJ_ATTEMPT_LABEL, PODTEMPLATE_RUNNER_LABEL, NULL };
+  for(size_t i = 0; own[i]; i++)
+    cJSON_DeleteItemFromObjectCaseSensitive(l, own[i]);
+  cJSON_DeleteItemFromObjectCaseSensitive(l, o->label);
   cJSON_AddStringToObject(l, "app.kubernetes.io/managed-by", "godwit");
   cJSON_AddStringToObject(l, o->label, o->name);
   if(step) {
@@ -48,12 +64,13 @@ static cJSON *owner_refs(const struct rj_owner *o)
   return a;
 }
 
-static cJSON *metadata(const struct rj_owner *o, const char *name, const char *step, int attempt)
+static cJSON *metadata(const struct rj_owner *o, const struct rj_spec *s, const char *name,
+                       const char *step, int attempt)
 {
   cJSON *md = cJSON_CreateObject();
   cJSON_AddStringToObject(md, "name", name);
   cJSON_AddStringToObject(md, "namespace", o->ns);
-  cJSON_AddItemToObject(md, "labels", labels(o, step, attempt, false));
+  cJSON_AddItemToObject(md, "labels", labels(o, s, step, attempt, false));
   cJSON_AddItemToObject(md, "ownerReferences", owner_refs(o));
   return md;
 }
@@ -93,11 +110,19 @@ static cJSON *container(struct rj_spec *s)
       env_secret(env, &s->secrets[i]);
   for(size_t i = 0; i < RJ_MAX_ENV && s->env[i][0]; i++)
     env_value(env, s->env[i][0], s->env[i][1]);
+  cJSON *mounts = NULL;
   if(s->claim && s->mount) {
     cJSON *vm = cJSON_CreateObject();
     cJSON_AddStringToObject(vm, "name", "work");
     cJSON_AddStringToObject(vm, "mountPath", s->mount);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "volumeMounts"), vm);
+    cJSON_AddItemToArray(mounts = cJSON_AddArrayToObject(c, "volumeMounts"), vm);
+  }
+  if(s->config_map && s->config_mount) {
+    cJSON *vm = cJSON_CreateObject();
+    cJSON_AddStringToObject(vm, "name", "config");
+    cJSON_AddStringToObject(vm, "mountPath", s->config_mount);
+    cJSON_AddTrueToObject(vm, "readOnly");
+    cJSON_AddItemToArray(mounts ? mounts : cJSON_AddArrayToObject(c, "volumeMounts"), vm);
   }
   if(cJSON_IsObject(s->resources))
     cJSON_AddItemToObject(c, "resources", cJSON_Duplicate(s->resources, 1));
@@ -114,15 +139,27 @@ cJSON *rj_render(const struct rj_owner *o, struct rj_spec *s)
   cJSON *job = cJSON_CreateObject();
   cJSON_AddStringToObject(job, "apiVersion", "batch/v1");
   cJSON_AddStringToObject(job, "kind", "Job");
-  cJSON_AddItemToObject(job, "metadata", metadata(o, s->name, s->step, s->attempt));
+  cJSON_AddItemToObject(job, "metadata", metadata(o, s, s->name, s->step, s->attempt));
   cJSON *spec = cJSON_AddObjectToObject(job, "spec");
   cJSON_AddNumberToObject(spec, "backoffLimit", 0);
+  if(s->deadline_s > 0)
+    cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)s->deadline_s);
+  if(s->ttl_s > 0)
+    cJSON_AddNumberToObject(spec, "ttlSecondsAfterFinished", (double)s->ttl_s);
   cJSON *tpl = cJSON_AddObjectToObject(spec, "template");
   cJSON *tmd = cJSON_AddObjectToObject(tpl, "metadata");
-  cJSON_AddItemToObject(tmd, "labels", labels(o, s->step, s->attempt, true));
+  cJSON_AddItemToObject(tmd, "labels", labels(o, s, s->step, s->attempt, true));
   cJSON *annotations = cJSON_AddObjectToObject(tmd, "annotations");
+  if(annotations && cJSON_IsObject(s->pod_annotations)) {
+    const cJSON *x;
+    cJSON_ArrayForEach(x, s->pod_annotations)
+      if(cJSON_IsString(x) && x->string && strcmp(x->string, PODTEMPLATE_DIGEST_ANNOTATION))
+        cJSON_AddStringToObject(annotations, x->string, x->valuestring);
+  }
   cJSON *ps = cJSON_AddObjectToObject(tpl, "spec");
   cJSON_AddStringToObject(ps, "restartPolicy", "Never");
+  if(s->service_account && *s->service_account)
+    cJSON_AddStringToObject(ps, "serviceAccountName", s->service_account);
   /* non-root, and a volume writable by the group */
   cJSON *psc = cJSON_AddObjectToObject(ps, "securityContext");
   cJSON_AddTrueToObject(psc, "runAsNonRoot");
@@ -132,12 +169,19 @@ cJSON *rj_render(const struct rj_owner *o, struct rj_spec *s)
   cJSON_AddStringToObject(cJSON_AddObjectToObject(psc, "seccompProfile"), "type",
                           "RuntimeDefault");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "containers"), container(s));
+  cJSON *vols = NULL;
   if(s->claim && s->mount) {
     cJSON *v = cJSON_CreateObject();
     cJSON_AddStringToObject(v, "name", "work");
     cJSON_AddStringToObject(cJSON_AddObjectToObject(v, "persistentVolumeClaim"), "claimName",
                             s->claim);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "volumes"), v);
+    cJSON_AddItemToArray(vols = cJSON_AddArrayToObject(ps, "volumes"), v);
+  }
+  if(s->config_map && s->config_mount) {
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "name", "config");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(v, "configMap"), "name", s->config_map);
+    cJSON_AddItemToArray(vols ? vols : cJSON_AddArrayToObject(ps, "volumes"), v);
   }
   char digest[80];
   if(!annotations || podtemplate_digest(tpl, digest, sizeof(digest))) {
@@ -183,7 +227,7 @@ gw_rc rj_pvc_ensure(const struct rj_owner *o, const char *claim, const cJSON *si
   cJSON *pvc = cJSON_CreateObject();
   cJSON_AddStringToObject(pvc, "apiVersion", "v1");
   cJSON_AddStringToObject(pvc, "kind", "PersistentVolumeClaim");
-  cJSON_AddItemToObject(pvc, "metadata", metadata(o, claim, NULL, 0));
+  cJSON_AddItemToObject(pvc, "metadata", metadata(o, NULL, claim, NULL, 0));
   cJSON *spec = cJSON_AddObjectToObject(pvc, "spec");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "accessModes"),
                        cJSON_CreateString("ReadWriteOnce"));

@@ -36,6 +36,7 @@
 #define RJ_ATTEMPT_LABEL "godwit.dev/attempt"
 #define RJ_MAX_SECRETS 4
 #define RJ_MAX_ENV 8
+#define RJ_MAX_LABELS 4
 
 struct rj_owner {
   struct kube_client *kube;
@@ -68,6 +69,14 @@ struct rj_spec {
   const char *env[RJ_MAX_ENV][2]; /* plain values; a NULL name ends */
   const char *claim, *mount;      /* a PVC mounted at mount (both NULL: none) */
   const cJSON *resources;         /* the container's resources, copied */
+  /* optional, for kinds whose users shape their runner Pods (Ptah's spec.execution) */
+  const char *config_map, *config_mount; /* a ConfigMap mounted read-only (both NULL: none) */
+  const char *service_account;    /* the Pod's (NULL: the namespace's default) */
+  const cJSON *pod_labels;        /* extra labels and annotations of the Pod (objects of */
+  const cJSON *pod_annotations;   /*   strings, copied; godwit's own keys win) */
+  const char *labels[RJ_MAX_LABELS][2]; /* extra labels of the Job and its Pod (NULL ends) */
+  long deadline_s;                /* activeDeadlineSeconds (0: none) */
+  long ttl_s;                     /* ttlSecondsAfterFinished (0: none) */
 };
 
 void rj_name(const struct rj_owner *o, const char *step, int attempt, char *buf, size_t len);

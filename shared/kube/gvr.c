@@ -12,3 +12,10 @@ const struct kube_gvr KUBE_PVCS = { "", "v1", "persistentvolumeclaims", true };
 const struct kube_gvr KUBE_NAMESPACES = { "", "v1", "namespaces", false };
 const struct kube_gvr KUBE_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", true };
 const struct kube_gvr KUBE_NODES = { "", "v1", "nodes", false };
+
+/* godwit's own Ptah kinds (ptah.run/v1, the storage version), which both the controller and the
+ * runner (its result records) talk to. */
+const struct kube_gvr KUBE_PTAH_MIGRATIONS = { "ptah.run", "v1", "ptahmigrations", true };
+const struct kube_gvr KUBE_PTAH_RESULT_RECORDS = { "ptah.run", "v1", "ptahresultrecords", true };
+const struct kube_gvr KUBE_PTAH_RUN_ACKS = { "ptah.run", "v1", "ptahmigrationrunacknowledgments",
+                                             true };
