@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "preflight.h"
+#include "ptah.h"
 #include "step.h"
 
 static const struct {
@@ -21,6 +22,7 @@ static const struct {
   { "compare", compare_main, "compare schema and/or data of source and target" },
   { "cleanup", cleanup_main, "drop the replication slot, publication, origin and sentinel" },
   { "reown", reown_main, "hand the migration role's objects over to the owner after restore" },
+  { "ptah-migrate", ptah_migrate_main, "apply a PtahMigration's versions, or read its version" },
 };
 
 static void usage(FILE *out)

@@ -10,6 +10,10 @@
 #define RUNNER_EXIT_PASSED 0
 #define RUNNER_EXIT_FAILED 1
 #define RUNNER_EXIT_TRANSIENT 2
+/* The Job asks for a runner protocol this runner does not speak (ptah-migrate --protocol): it
+ * read and changed nothing, and a retry with the same image cannot help (docs/api/ptah.md:
+ * RunnerProtocolMismatch). */
+#define RUNNER_EXIT_PROTOCOL 3
 #define RUNNER_REPORT_MAX 4096 /* a Kubernetes termination message */
 
 /* path NULL: /dev/termination-log. */

@@ -1,0 +1,160 @@
+/*
+ * ptah_record.c: the durable result of a run (--result durable): a PtahResultRecord
+ * (ptah.run/v1) named after the Job, created through the Kubernetes API with the Pod's own
+ * service-account token (in-cluster configuration; $GODWIT_SA_DIR in the local cluster). The
+ * webhook stamps spec.writer from that token, so the runner leaves it out.
+ *
+ * Delivery is retried for about PM_RECORD_DEADLINE_MS while the failure may pass (no answer,
+ * 429, 5xx). A 409 AlreadyExists means a record of this Job exists: a previous Pod of the Job
+ * delivered it (its spec.operation.id is ours), which counts as delivered; a record of another
+ * operation under this name does not. Any other refusal is final. A record not delivered makes
+ * the run exit 2: the controller then treats an Apply as uncertain, the safe reading.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "kube/kube.h"
+#include "ptah.h"
+#include "redact.h"
+
+#define PM_RECORD_DEADLINE_MS 30000
+#define PM_RECORD_DELAY_MS 500     /* before the second attempt; doubles */
+#define PM_RECORD_DELAY_MAX_MS 5000
+
+static cJSON *build(const struct pm_ctx *c)
+{
+  const char *secrets[] = { c->st.secrets[0], c->st.src.password };
+  char *message = redact_cut(c->message ? c->message : "", PTAH_RECORD_MESSAGE_MAX, secrets, 2,
+                             NULL);
+  cJSON *o = cJSON_CreateObject();
+  gw_rc rc = o && message ? GW_OK : GW_ENOMEM;
+  struct {
+    const char *path, *value;
+  } strs[] = {
+    { "apiVersion", "ptah.run/v1" },
+    { "kind", "PtahResultRecord" },
+    { "metadata.name", c->o.job_name },
+    { "metadata.namespace", c->o.namespace },
+    { "spec.ownerRef.kind", "PtahMigration" },
+    { "spec.ownerRef.name", c->o.owner_name },
+    { "spec.operation.id", c->o.operation },
+    { "spec.operation.type", c->o.type },
+    { "spec.jobName", c->o.job_name },
+    { "spec.result.outcome", pm_outcome_name(c->outcome) },
+    { "spec.result.message", message },
+    { "spec.result.startedAt", c->started_at },
+    { "spec.result.finishedAt", c->finished_at },
+  };
+  for(size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && !rc; i++)
+    rc = json_set_str(o, strs[i].path, strs[i].value);
+  if(!rc)
+    rc = json_set(o, "spec.operation.attempt", cJSON_CreateNumber((double)c->o.attempt));
+  if(!rc && c->history_read)
+    rc = json_set(o, "spec.result.fromVersion", cJSON_CreateNumber((double)c->from));
+  if(!rc && c->history_read)
+    rc = json_set(o, "spec.result.toVersion", cJSON_CreateNumber((double)c->to));
+  if(!rc)
+    rc = json_set(o, "spec.result.lockContinuous", cJSON_CreateBool(c->lock_continuous));
+  free(message);
+  if(rc) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static bool transient(gw_rc rc, const struct kube_status *st)
+{
+  return rc == GW_ECONNECT || rc == GW_ETIMEOUT || st->code == 429 || st->code >= 500;
+}
+
+/* After a 409 AlreadyExists: 1 the record is ours (delivered before), 0 it is another
+ * operation's, -1 it could not be read (transient when st says so). */
+static int existing_is_ours(const struct pm_ctx *c, struct kube_client *k, struct kube_status *st,
+                            gw_rc *rc, char *why, size_t len)
+{
+  cJSON *got = NULL;
+  *rc = kube_get(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, c->o.job_name, &got, st);
+  if(*rc) {
+    snprintf(why, len, "it exists but cannot be read: %s %s", st->reason, st->message);
+    return -1;
+  }
+  const char *id = json_get_str(got, "spec.operation.id");
+  int ours = id && !strcmp(id, c->o.operation);
+  if(!ours)
+    snprintf(why, len, "a record of operation \"%.63s\" already has this name; this Job's "
+             "operation is \"%s\"", id ? id : "", c->o.operation);
+  cJSON_Delete(got);
+  return ours;
+}
+
+static void deliver(struct pm_ctx *c, struct kube_client *k, const cJSON *obj)
+{
+  char where[320], why[1400] = "";
+  snprintf(where, sizeof(where), "PtahResultRecord %s/%s", c->o.namespace, c->o.job_name);
+  struct kube_status st;
+  kube_status_init(&st);
+  long long deadline = pm_now_ms() + PM_RECORD_DEADLINE_MS;
+  long delay = PM_RECORD_DELAY_MS;
+  for(int attempt = 1;; attempt++) {
+    gw_rc rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, obj, false, NULL, &st);
+    int ours = -1;
+    if(!rc) {
+      st_pass(&c->st, "record", "created %s (outcome %s)%s", where, pm_outcome_name(c->outcome),
+              attempt > 1 ? ", after transient failures" : "");
+      c->record_delivered = true;
+      break;
+    }
+    if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists"))
+      ours = existing_is_ours(c, k, &st, &rc, why, sizeof(why));
+    else
+      snprintf(why, sizeof(why), "%d %s: %s", st.code, st.reason[0] ? st.reason : gw_strerror(rc),
+               st.message);
+    if(ours == 1) {
+      st_pass(&c->st, "record", "%s was already delivered by an earlier Pod of this Job",
+              where);
+      c->record_delivered = true;
+      break;
+    }
+    if(ours == 0 || !transient(rc, &st) || pm_now_ms() + delay > deadline) {
+      st_fail(&c->st, false, "record", "could not create %s after %d attempt%s: %s", where,
+              attempt, attempt > 1 ? "s" : "", why);
+      break;
+    }
+    st_sleep_ms((int)delay);
+    delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
+  }
+  kube_status_release(&st);
+}
+
+void pm_record_deliver(struct pm_ctx *c)
+{
+  struct kube_config cfg;
+  struct kube_client *k = NULL;
+  char err[512];
+  gw_rc rc = kube_config_load(&cfg, NULL, NULL, err, sizeof(err));
+  if(rc) {
+    st_fail(&c->st, false, "record", "cannot deliver the result record: %s (a runner Pod uses "
+            "its service account: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the "
+            "mounted token)", err);
+    return;
+  }
+  cfg.max_retries = 2; /* this loop retries for longer, and handles a repeated create */
+  cfg.timeout_ms = 10000;
+  rc = kube_client_new(&k, &cfg, err, sizeof(err));
+  kube_config_release(&cfg);
+  if(rc) {
+    st_fail(&c->st, false, "record", "cannot make a Kubernetes client: %s",
+            err[0] ? err : gw_strerror(rc));
+    return;
+  }
+  cJSON *obj = build(c);
+  if(obj)
+    deliver(c, k, obj);
+  else
+    st_fail(&c->st, false, "record", "out of memory");
+  cJSON_Delete(obj);
+  kube_client_free(k);
+}
