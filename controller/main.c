@@ -1,4 +1,5 @@
-/* godwit-controller: reconciles Migration (Ptah and PodMotion are not reconciled yet); one
+/* godwit-controller: reconciles Migration and PtahMigration (PtahSchema and PodMotion are not
+ * reconciled yet); one
  * replica leads through a Lease. See
  * controller/manager.h and docs/operations. */
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include "manager.h"
 #include "migration/migration.h"
 #include "pgpool.h"
+#include "ptah/ptah.h"
 
 #define CONTROLLER_PG_SESSIONS 64   /* idle sessions kept at most (least recently used go) */
 #define CONTROLLER_PG_IDLE_MS 60000 /* an idle session closes after a minute */
@@ -40,6 +42,9 @@ struct controller_config {
   long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
   long qps, burst;
+  /* the PtahMigration controller */
+  long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval;
+  const char *ptah_protocol;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -96,6 +101,17 @@ static const struct cfg_opt options[] = {
     "attempts of the cleanup Job before CleanupFailed" },
   { "db-timeout", "GODWIT_DB_TIMEOUT", CFG_INT, "5", 1, 300, O(db_timeout),
     "seconds: connect and statement timeout of the controller's own database samples" },
+  { "ptah-job-deadline", "GODWIT_PTAH_JOB_DEADLINE", CFG_INT, "3600", 10, 604800,
+    O(ptah_deadline), "seconds a Ptah operation Job may run (activeDeadlineSeconds)" },
+  { "ptah-job-ttl", "GODWIT_PTAH_JOB_TTL", CFG_INT, "86400", 60, 2592000, O(ptah_ttl),
+    "seconds a finished Ptah operation Job is kept (ttlSecondsAfterFinished)" },
+  { "ptah-lock-wait", "GODWIT_PTAH_LOCK_WAIT", CFG_INT, "30", 1, 3600, O(ptah_lock_wait),
+    "seconds a Ptah runner waits for the database lock before its run fails" },
+  { "ptah-failure-interval-ms", "GODWIT_PTAH_FAILURE_INTERVAL_MS", CFG_INT, "30000", 100,
+    3600000, O(ptah_failure_interval),
+    "a Ptah operation refused by its runner (protocol) is tried again after this" },
+  { "ptah-runner-protocol", NULL, CFG_STR, PTAH_PROTOCOL, 0, 0, O(ptah_protocol),
+    "the runner protocol Ptah Jobs ask for (change only to test a mismatch)" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -181,7 +197,18 @@ static int run(const struct controller_config *c, const char *identity)
     code = 1;
   }
   char err[256] = "";
-  if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL))) {
+  struct ptah_opts ptah = {
+    .runner_image = c->runner_image,
+    .protocol = c->ptah_protocol,
+    .poll_interval_ms = c->poll_interval,
+    .failure_interval_ms = c->ptah_failure_interval,
+    .job_deadline_s = c->ptah_deadline,
+    .job_ttl_s = c->ptah_ttl,
+    .lock_wait_s = c->ptah_lock_wait,
+    .retry_base_ms = 2000,
+  };
+  if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||
+               ptah_register(m, &ptah))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
     code = 1;
   }
@@ -216,10 +243,11 @@ int main(int argc, char **argv)
   struct controller_config c;
   memset(&c, 0, sizeof(c));
   int code = cfg_main(options, &c, argc, argv, "godwit-controller",
-                      "Reconciles Migration (pgcopydb.io): writes status, conditions and "
-                      "Events, runs the runner Jobs; leader-elected through a Lease. The Ptah "
-                      "(ptah.run) and PodMotion (migration.podmotion.io) kinds are admitted "
-                      "by godwit-webhook but not reconciled yet: nothing acts on them.");
+                      "Reconciles Migration (pgcopydb.io) and PtahMigration (ptah.run): writes "
+                      "status, conditions and Events, runs the runner Jobs; leader-elected "
+                      "through a Lease. PtahSchema, its approvals, and the PodMotion "
+                      "(migration.podmotion.io) kinds are admitted by godwit-webhook but not "
+                      "reconciled yet: nothing acts on them.");
   if(code >= 0)
     return code;
   if(c.leader_elect && c.renew_deadline >= c.lease_duration) {

@@ -56,7 +56,24 @@ const struct sch_field ptah_operation_fields[] = {
     .desc = "The runner Job executing the operation." },
   { .name = "attempt", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 1,
     .desc = "Which attempt of the operation this is, from 1." },
-  { .name = "startedAt", .type = SCH_TIME, .desc = "When the Job was created." },
+  { .name = "startedAt", .type = SCH_TIME,
+    .desc = "When the Job was created: from then on the operation is dispatched, and a "
+            "missing result is never made up for by running it again unseen." },
+  { .name = "templateDigest", .type = SCH_STRING, .max_len = 80,
+    .desc = "The admission snapshot: the digest of the Pod template the claim dispatches "
+            "(godwit.dev/template-digest on the Pod)." },
+  { .name = "snapshotRefreshed", .type = SCH_BOOL,
+    .desc = "The snapshot was resolved again once (AdmissionSnapshotRefreshed); a template "
+            "that changes again retires the claim." },
+  { .name = "inputs", .type = SCH_STRING, .max_len = 80,
+    .desc = "The digest of what the operation was given (a PtahMigration: the ConfigMap's "
+            "migrations, the target and the history table)." },
+  { .name = "fromVersion", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "PtahMigration: the version the database was known at when the run was claimed." },
+  { .name = "toVersion", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "PtahMigration: the version the run takes the database to." },
+  { .name = "notBefore", .type = SCH_TIME,
+    .desc = "A retried attempt's Job is created no sooner than this (backoff)." },
   { 0 }
 };
 

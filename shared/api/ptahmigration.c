@@ -121,6 +121,12 @@ static const struct sch_field v1_status[] = {
             "cannot lose it." },
   { .name = "acknowledgment", .type = SCH_OBJECT, .fields = acknowledgment_fields,
     .desc = "The acknowledgment that settled the last unresolved run." },
+  { .name = "operationCount", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many operations were claimed: the next one's id ends in this number plus "
+            "one." },
+  { .name = "appliedInputs", .type = SCH_STRING, .max_len = 80,
+    .desc = "The inputs digest of the last finished run: a run is claimed when the inputs "
+            "differ (a new ConfigMap content, target or history table)." },
   { 0 }
 };
 

@@ -58,9 +58,12 @@ static char *b64(const char *s)
 
 static void roles(struct e2e *e, const struct e2e_opts *o)
 {
-  pgfx_create_role(&e->src, "src_app", E2E_SRC_PW, o->logical ? "LOGIN REPLICATION" : "LOGIN");
-  pgfx_create_db(&e->src, "shop", NULL);
-  if(o->logical)
+  if(!o->target_only) {
+    pgfx_create_role(&e->src, "src_app", E2E_SRC_PW,
+                     o->logical ? "LOGIN REPLICATION" : "LOGIN");
+    pgfx_create_db(&e->src, "shop", NULL);
+  }
+  if(o->logical && !o->target_only)
     pgfx_exec(&e->src, "shop", "GRANT CREATE ON DATABASE shop TO src_app");
   pgfx_create_role(&e->dst, "dst_app", E2E_DST_PW, "LOGIN");
   if(o->no_target_create) {
@@ -77,7 +80,8 @@ static void roles(struct e2e *e, const struct e2e_opts *o)
     pgfx_exec(&e->dst, "shop", "GRANT SET ON PARAMETER session_replication_role TO dst_app");
   }
   char uri[256];
-  e2e_secret(e, "src", pgfx_uri(&e->src, uri, sizeof(uri), "src_app", E2E_SRC_PW, "shop"));
+  if(!o->target_only)
+    e2e_secret(e, "src", pgfx_uri(&e->src, uri, sizeof(uri), "src_app", E2E_SRC_PW, "shop"));
   e2e_secret(e, "dst", pgfx_uri(&e->dst, uri, sizeof(uri), "dst_app", E2E_DST_PW, "shop"));
   e2e_secret(e, "super", pgfx_super_uri(&e->dst, uri, sizeof(uri), "shop"));
 }
@@ -97,10 +101,13 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER) |
                     (o->faults ? CL_FAULTS : 0));
   e->k = cl_client(&e->c, "admin");
-  pgfx_start(&e->src, &(struct pgfx_opts){
-                        .logical = o->logical,
-                        .allow_plugins = o->plugins_default ? NULL : "wal2json",
-                        .bin = o->src_bin });
+  if(!o->target_only) {
+    pgfx_start(&e->src, &(struct pgfx_opts){
+                          .logical = o->logical,
+                          .allow_plugins = o->plugins_default ? NULL : "wal2json",
+                          .bin = o->src_bin });
+    e->src_started = true;
+  }
   pgfx_start(&e->dst, &(struct pgfx_opts){ 0 });
   e->pg_started = true;
   roles(e, o);
@@ -114,7 +121,8 @@ void e2e_stop(struct e2e *e)
     rec_stop(&e->recs[i]);
   cl_stop(&e->c);
   if(e->pg_started) {
-    pgfx_stop(&e->src);
+    if(e->src_started)
+      pgfx_stop(&e->src);
     pgfx_stop(&e->dst);
     e->pg_started = false;
   }
@@ -206,7 +214,7 @@ cJSON *e2e_get(struct e2e *e, const char *name)
   struct kube_status st;
   kube_status_init(&st);
   static const struct kube_gvr mig = { "pgcopydb.io", "v1", "migrations", true };
-  gw_rc rc = kube_get(e->k, &mig, E2E_NS, name, &o, &st);
+  gw_rc rc = kube_get(e->k, e->gvr ? e->gvr : &mig, E2E_NS, name, &o, &st);
   kube_status_release(&st);
   if(rc) {
     cJSON_Delete(o);
@@ -309,7 +317,7 @@ char *e2e_events(struct e2e *e, const char *name)
   cJSON_ArrayForEach(ev, json_get(list, "items"))
   {
     const char *kind = json_get_str(ev, "involvedObject.kind");
-    if(!kind || strcmp(kind, "Migration"))
+    if(!kind || strcmp(kind, e->kind ? e->kind : "Migration"))
       continue;
     const cJSON *count = json_get(ev, "count");
     if(!rc)
@@ -333,7 +341,7 @@ int e2e_event_count(struct e2e *e, const char *name, const char *reason)
   {
     const char *r = json_get_str(ev, "reason"), *kind = json_get_str(ev, "involvedObject.kind");
     const cJSON *count = json_get(ev, "count");
-    if(r && !strcmp(r, reason) && kind && !strcmp(kind, "Migration"))
+    if(r && !strcmp(r, reason) && kind && !strcmp(kind, e->kind ? e->kind : "Migration"))
       n += cJSON_IsNumber(count) ? (int)count->valuedouble : 1;
   }
   cJSON_Delete(list);
@@ -349,7 +357,7 @@ const char *e2e_event_message(struct e2e *e, const char *name, const char *reaso
   cJSON_ArrayForEach(ev, json_get(list, "items"))
   {
     const char *r = json_get_str(ev, "reason"), *kind = json_get_str(ev, "involvedObject.kind");
-    if(r && !strcmp(r, reason) && kind && !strcmp(kind, "Migration"))
+    if(r && !strcmp(r, reason) && kind && !strcmp(kind, e->kind ? e->kind : "Migration"))
       snprintf(buf, sizeof(buf), "%s", json_get_str(ev, "message"));
   }
   cJSON_Delete(list);
@@ -619,6 +627,11 @@ pid_t e2e_worker_pid(struct e2e *e, const char *name)
 {
   char sel[200];
   snprintf(sel, sizeof(sel), "godwit.dev/migration=%s,godwit.dev/step=worker", name);
+  return e2e_pod_pid(e, sel);
+}
+
+pid_t e2e_pod_pid(struct e2e *e, const char *sel)
+{
   struct kube_list_opts lo = { .label_selector = sel };
   cJSON *list = NULL;
   struct kube_status st;

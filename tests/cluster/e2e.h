@@ -43,6 +43,7 @@ struct e2e_opts {
   bool faults;             /* the API server's fault injection (cl_fault on e->c) */
   bool no_target_create;   /* dst_app without CREATE on the target (remediation tests) */
   bool no_controller;      /* start the controller later (e2e_controller_start) */
+  bool target_only;        /* only the target server (Ptah): no source, no "src" Secret */
 };
 
 /* A phase recorder's state: inside struct e2e (a test's static), so a recorder an assertion
@@ -62,8 +63,10 @@ struct e2e {
   struct cl c;
   struct kube_client *k;
   struct pgfx src, dst;
-  bool pg_started;
+  bool pg_started, src_started;
   struct e2e_rec recs[4];
+  const struct kube_gvr *gvr; /* the kind e2e_get and the waits read (NULL: Migration) */
+  const char *kind;           /* the kind the Event helpers count (NULL: "Migration") */
 };
 
 void e2e_start(struct e2e *e, const struct e2e_opts *o);
@@ -156,6 +159,8 @@ void e2e_controller_start(struct e2e *e);
 
 /* The pid of the worker container's process group of a Migration (pgcopydb), or 0. */
 pid_t e2e_worker_pid(struct e2e *e, const char *name);
+/* The same for the running container of any Pod matching a label selector, or 0. */
+pid_t e2e_pod_pid(struct e2e *e, const char *selector);
 
 /* Sleeps ms milliseconds. */
 void e2e_sleep_ms(long ms);

@@ -1,0 +1,145 @@
+/* The PtahMigration's operation Job: `godwit-runner ptah-migrate`, the ConfigMap mounted, the
+ * database URI from its Secret as an environment variable, the Pod shaped by spec.execution, a
+ * deadline and a TTL of its own. */
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+#include "log.h"
+#include "podtemplate.h"
+#include "pm.h"
+
+const char *pm_service_account(const struct pm *p)
+{
+  const char *sa = json_get_str(p->obj, "spec.execution.serviceAccountName");
+  return sa && *sa ? sa : PM_RUNNER_SA;
+}
+
+static cJSON *args(const struct pm *p, const struct ptah_op *op)
+{
+  char attempt[16], to[32], wait[16];
+  snprintf(attempt, sizeof(attempt), "%d", op->attempt);
+  snprintf(to, sizeof(to), "%lld", op->to);
+  snprintf(wait, sizeof(wait), "%ld", p->o->lock_wait_s);
+  const char *hist = json_get_str(p->obj, "spec.migrations.historyTable");
+  const char *const a[] = {
+    "ptah-migrate", "--operation", op->id, "--type", op->type, "--attempt", attempt,
+    "--owner-name", p->name, "--namespace", p->ns, "--job-name", op->job,
+    "--migrations-dir", PM_MIGRATIONS_MOUNT, "--history-table",
+    hist ? hist : "public.ptah_migrations", "--target", to, "--lock-wait-s", wait,
+    "--protocol", p->o->protocol ? p->o->protocol : PTAH_PROTOCOL, NULL
+  };
+  cJSON *arr = cJSON_CreateArray();
+  for(size_t i = 0; arr && a[i]; i++)
+    cJSON_AddItemToArray(arr, cJSON_CreateString(a[i]));
+  return arr;
+}
+
+static void spec_of(struct pm *p, const struct ptah_op *op, struct rj_spec *s)
+{
+  static const char *const cmd[] = { "godwit-runner", NULL };
+  memset(s, 0, sizeof(*s));
+  const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
+  s->name = op->job;
+  s->step = "apply";
+  s->attempt = op->attempt;
+  s->image = img && *img ? img : p->o->runner_image;
+  s->command = cmd;
+  s->args = args(p, op);
+  s->secrets[0] = (struct rj_secret_env){
+    "GODWIT_DATABASE_URI", json_get_str(p->obj, "spec.database.connectionSecretRef.name"),
+    json_get_str(p->obj, "spec.database.connectionSecretRef.key") };
+  s->config_map = json_get_str(p->obj, "spec.migrations.configMapRef.name");
+  s->config_mount = PM_MIGRATIONS_MOUNT;
+  s->service_account = pm_service_account(p);
+  s->pod_labels = json_get(p->obj, "spec.execution.podMetadata.labels");
+  s->pod_annotations = json_get(p->obj, "spec.execution.podMetadata.annotations");
+  s->labels[0][0] = OP_LABEL;
+  s->labels[0][1] = op->id;
+  s->deadline_s = p->o->job_deadline_s;
+  s->ttl_s = p->o->job_ttl_s;
+}
+
+gw_rc pm_job_digest(struct pm *p, const struct ptah_op *op, char *out, size_t len)
+{
+  struct rj_spec s;
+  spec_of(p, op, &s);
+  cJSON *job = rj_render(&p->owner, &s);
+  cJSON_Delete(s.args); /* NULL when rj_render took it */
+  if(!job)
+    return GW_ENOMEM;
+  const cJSON *ann = json_get(job, "spec.template.metadata.annotations");
+  const char *dg =
+    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, PODTEMPLATE_DIGEST_ANNOTATION));
+  snprintf(out, len, "%s", dg ? dg : "");
+  cJSON_Delete(job);
+  return GW_OK;
+}
+
+/* Creates obj; AlreadyExists is fine. */
+static gw_rc ensure(struct pm *p, const struct kube_gvr *gvr, cJSON *obj)
+{
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_create(p->ctx->kube, gvr, p->ns, obj, false, NULL, &st);
+  if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists"))
+    rc = GW_OK;
+  if(rc)
+    log_kv(LOG_WARN, "cannot create the runner identity", "key", p->ctx->key, "resource",
+           gvr->resource, "name", PM_RUNNER_SA, "error", gw_strerror(rc), "reason", st.reason,
+           LOG_END);
+  kube_status_release(&st);
+  cJSON_Delete(obj);
+  return rc;
+}
+
+static cJSON *object(const char *api_version, const char *kind, const char *ns)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", api_version);
+  cJSON_AddStringToObject(o, "kind", kind);
+  cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(md, "name", PM_RUNNER_SA);
+  cJSON_AddStringToObject(md, "namespace", ns);
+  cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), "app.kubernetes.io/managed-by",
+                          "godwit");
+  return o;
+}
+
+/* The default runner identity, made when the spec names none: the ServiceAccount godwit-runner
+ * and its RoleBinding to the ClusterRole godwit-runner (manifests/rbac-runner.yaml: create
+ * PtahResultRecords, nothing else). A service account of the user's own is the user's to bind. */
+static gw_rc ensure_identity(struct pm *p)
+{
+  static const struct kube_gvr rolebindings = { "rbac.authorization.k8s.io", "v1",
+                                                "rolebindings", true };
+  if(json_get_str(p->obj, "spec.execution.serviceAccountName"))
+    return GW_OK;
+  gw_rc rc = ensure(p, &KUBE_SERVICEACCOUNTS, object("v1", "ServiceAccount", p->ns));
+  if(rc)
+    return rc;
+  cJSON *rb = object("rbac.authorization.k8s.io/v1", "RoleBinding", p->ns);
+  cJSON *ref = cJSON_AddObjectToObject(rb, "roleRef");
+  cJSON_AddStringToObject(ref, "apiGroup", "rbac.authorization.k8s.io");
+  cJSON_AddStringToObject(ref, "kind", "ClusterRole");
+  cJSON_AddStringToObject(ref, "name", PM_RUNNER_SA);
+  cJSON *subj = cJSON_CreateObject();
+  cJSON_AddStringToObject(subj, "kind", "ServiceAccount");
+  cJSON_AddStringToObject(subj, "name", PM_RUNNER_SA);
+  cJSON_AddStringToObject(subj, "namespace", p->ns);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(rb, "subjects"), subj);
+  return ensure(p, &rolebindings, rb);
+}
+
+gw_rc pm_job_create(struct pm *p, const struct ptah_op *op, bool *created)
+{
+  *created = false;
+  gw_rc rc = ensure_identity(p);
+  if(rc)
+    return rc;
+  struct rj_spec s;
+  spec_of(p, op, &s);
+  rc = rj_create(&p->owner, &s, created);
+  cJSON_Delete(s.args);
+  return rc;
+}
