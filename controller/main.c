@@ -110,7 +110,7 @@ static const struct cfg_opt options[] = {
   { "ptah-failure-interval-ms", "GODWIT_PTAH_FAILURE_INTERVAL_MS", CFG_INT, "30000", 100,
     3600000, O(ptah_failure_interval),
     "a Ptah operation refused by its runner (protocol) is tried again after this" },
-  { "ptah-runner-protocol", NULL, CFG_STR, PTAH_PROTOCOL, 0, 0, O(ptah_protocol),
+  { "ptah-runner-protocol", "GODWIT_PTAH_RUNNER_PROTOCOL", CFG_STR, PTAH_PROTOCOL, 0, 0, O(ptah_protocol),
     "the runner protocol Ptah Jobs ask for (change only to test a mismatch)" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };

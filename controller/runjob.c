@@ -430,6 +430,9 @@ gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
   } else {
     v->state = JOB_PENDING;
   }
+  const cJSON *nf = json_get(job, "status.failed"), *ns = json_get(job, "status.succeeded");
+  v->pods_ended = (cJSON_IsNumber(nf) ? (int)nf->valuedouble : 0) +
+                  (cJSON_IsNumber(ns) ? (int)ns->valuedouble : 0);
   cJSON_Delete(job);
   cJSON *pod = *uid ? newest_pod(o, uid, false) : NULL;
   bool finished = v->state == JOB_SUCCEEDED || v->state == JOB_FAILED;

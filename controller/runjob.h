@@ -96,6 +96,8 @@ struct job_view {
   char failure[512];     /* the Job's Failed condition, "Reason: message" */
   cJSON *report;         /* the parsed termination message, or NULL */
   long long pod_started; /* epoch seconds the container started, 0 when unknown */
+  int pods_ended;        /* the Job's status.failed + status.succeeded: Pods that ran and
+                          * ended, counted by the Job controller even once deleted */
 };
 
 /* The Job name and its newest Pod (by the Job's uid: a Job created again under the same name

@@ -26,6 +26,7 @@ enum pm_phase { PM_PENDING, PM_MIGRATING, PM_UPTODATE, PM_UNCERTAIN, PM_FAILED, 
 
 #define PM_LABEL "ptah.run/migration"                     /* on Jobs and Pods: the owner */
 #define PM_UNRESOLVED_ANNOTATION "operator.ptah.run/unresolved-run"
+#define PM_FINALIZER "ptah.run/unresolved-run" /* while a run may be or is unresolved */
 #define PM_RUNNER_SA "godwit-runner"                      /* spec.execution's default */
 #define PM_MIGRATIONS_MOUNT "/ptah/migrations"
 #define PM_DEFAULT_BACKOFF_LIMIT 3
@@ -80,7 +81,11 @@ void pm_uncertain(struct pm *p, const struct ptah_op *op, const char *fmt, ...)
 gw_rc pm_unresolved(struct pm *p) GW_MUST_CHECK;
 /* The annotation's copy put back into a status that lost it (UnresolvedRunRestored). */
 void pm_restore(struct pm *p);
-/* The writes that follow the status write. */
+/* The writes that follow the status write (the annotation, the finalizer, an acknowledgment's
+ * status). */
 void pm_after_commit(struct pm *p);
+/* A deleted PtahMigration: a run in flight is waited for and settled; an unresolved run is
+ * recorded as discarded (UnresolvedRunDiscarded); then the finalizer lets go. */
+gw_rc pm_finalize(struct pm *p) GW_MUST_CHECK;
 
 #endif

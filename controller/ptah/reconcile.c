@@ -111,7 +111,7 @@ static void release(struct pm *p)
 static gw_rc step(struct pm *p)
 {
   if(json_get(p->obj, "metadata.deletionTimestamp"))
-    return GW_OK; /* owned Jobs go with it (ownerReferences) */
+    return pm_finalize(p); /* owned Jobs go with it (ownerReferences) */
   if(p->phase == PHASE_NONE) {
     /* the first observation, written alone: a new object enters the table at Pending */
     edit_phase(&p->ed, PM_PENDING);

@@ -61,37 +61,35 @@ static gw_rc dispatch(struct pm *p, struct ptah_op *op)
   return GW_OK;
 }
 
-static void finished_run(struct pm *p, const struct ptah_op *op, const char *outcome,
-                         const struct op_record *r)
+/* What a run reported, from its accepted record or from the proof that nothing ran. */
+struct run_result {
+  const char *outcome, *message;
+  long long from, to;
+};
+
+static void finished_run(struct pm *p, const struct ptah_op *op, const struct run_result *res)
 {
-  const char *msg = op_result_str(r, "message");
-  long long from = op_result_int(r, "fromVersion", op->from);
-  long long to = op_result_int(r, "toVersion", from);
   cJSON *last = cJSON_CreateObject();
   cJSON_AddStringToObject(last, "operation", op->id);
-  cJSON_AddStringToObject(last, "outcome", outcome);
-  cJSON_AddNumberToObject(last, "fromVersion", (double)from);
-  cJSON_AddNumberToObject(last, "toVersion", (double)to);
+  cJSON_AddStringToObject(last, "outcome", res->outcome);
+  cJSON_AddNumberToObject(last, "fromVersion", (double)res->from);
+  cJSON_AddNumberToObject(last, "toVersion", (double)res->to);
   char now[40];
   kt_rfc3339(now, sizeof(now), time(NULL));
   cJSON_AddStringToObject(last, "finishedAt", now);
-  cJSON_AddStringToObject(last, "message", msg ? msg : "");
+  cJSON_AddStringToObject(last, "message", res->message);
   edit_set(&p->ed, "lastRun", last);
-  edit_set_int(&p->ed, "currentVersion", to);
+  edit_set_int(&p->ed, "currentVersion", res->to);
   edit_set_str(&p->ed, "appliedInputs", op->inputs);
   edit_unset(&p->ed, "operation");
 }
 
-static void settle(struct pm *p, struct ptah_op *op, const struct op_record *r)
+static void settle(struct pm *p, struct ptah_op *op, const struct run_result *res)
 {
-  const char *outcome = op_result_str(r, "outcome");
-  const char *msg = op_result_str(r, "message");
-  if(!outcome)
-    outcome = "Unknown";
-  long long from = op_result_int(r, "fromVersion", op->from);
-  long long to = op_result_int(r, "toVersion", from);
+  const char *outcome = res->outcome, *msg = res->message;
+  long long from = res->from, to = res->to;
   if(!strcmp(outcome, "Unknown")) {
-    pm_uncertain(p, op, "the runner could not tell what it committed: %s", msg ? msg : "");
+    pm_uncertain(p, op, "the runner could not tell what it committed: %s", msg);
     return;
   }
   if(!strcmp(outcome, "Failed") && op->attempt <= p->backoff_limit) {
@@ -99,18 +97,18 @@ static void settle(struct pm *p, struct ptah_op *op, const struct op_record *r)
     long delay = p->o->retry_base_ms << (op->attempt - 1 < 8 ? op->attempt - 1 : 8);
     edit_event(&p->ed, EV_WARNING, "OperationRetried", "operation %s attempt %d failed and "
                "committed nothing; attempt %d of %d follows in %ld s: %s", op->id, op->attempt,
-               op->attempt + 1, p->backoff_limit + 1, (delay + 999) / 1000, msg ? msg : "");
+               op->attempt + 1, p->backoff_limit + 1, (delay + 999) / 1000, msg);
     op->attempt++;
     op_job_name(op->id, op->attempt, op->job, sizeof(op->job));
     op->dispatched = false;
     op->not_before = time(NULL) + (delay + 999) / 1000;
     op_write(&p->ed, p->obj, op);
     pm_ready(p, COND_FALSE, "RetryingRun", "operation %s: attempt %d failed (%s); attempt %d "
-             "follows", op->id, op->attempt - 1, msg ? msg : "", op->attempt);
+             "follows", op->id, op->attempt - 1, msg, op->attempt);
     edit_requeue(&p->ed, delay);
     return;
   }
-  finished_run(p, op, outcome, r);
+  finished_run(p, op, res);
   bool good = !strcmp(outcome, "Applied") || !strcmp(outcome, "UpToDate");
   if(good) {
     edit_phase(&p->ed, PM_UPTODATE);
@@ -129,11 +127,53 @@ static void settle(struct pm *p, struct ptah_op *op, const struct op_record *r)
   pm_ready(p, COND_FALSE, !strcmp(outcome, "Partial") ? "RunPartial" : "RunFailed",
            "operation %s %s at version %lld: %s; fix the migration and publish it (a new "
            "ConfigMap content or target starts a new run)", op->id,
-           !strcmp(outcome, "Partial") ? "stopped part way" : "failed", to, msg ? msg : "");
+           !strcmp(outcome, "Partial") ? "stopped part way" : "failed", to, msg);
   edit_event(&p->ed, EV_WARNING, "MigrationRunFinished", "%s: operation %s left the database at "
-             "version %lld (from %lld): %s", outcome, op->id, to, from, msg ? msg : "");
+             "version %lld (from %lld): %s", outcome, op->id, to, from, msg);
   edit_event(&p->ed, EV_WARNING, "OperationFailed", "operation %s failed after %d attempt%s: %s",
-             op->id, op->attempt, op->attempt == 1 ? "" : "s", msg ? msg : "");
+             op->id, op->attempt, op->attempt == 1 ? "" : "s", msg);
+}
+
+static void settle_record(struct pm *p, struct ptah_op *op, const struct op_record *r)
+{
+  struct run_result res;
+  res.outcome = op_result_str(r, "outcome") ? op_result_str(r, "outcome") : "Unknown";
+  res.message = op_result_str(r, "message") ? op_result_str(r, "message") : "";
+  res.from = op_result_int(r, "fromVersion", op->from);
+  res.to = op_result_int(r, "toVersion", res.from);
+  settle(p, op, &res);
+}
+
+/* The newest FailedCreate Event of the Job ("" when none): the API server refused its Pod. */
+static void refusal(struct pm *p, const char *job, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  char sel[160];
+  snprintf(sel, sizeof(sel), "involvedObject.name=%s", job);
+  struct kube_list_opts lo = { .field_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(p->ctx->kube, &KUBE_EVENTS, p->ns, &lo, &list, &st);
+  kube_status_release(&st);
+  const char *newest = "";
+  const cJSON *items = rc ? NULL : json_get(list, "items");
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, items)
+  {
+    const char *kind = json_get_str(ev, "involvedObject.kind");
+    const char *reason = json_get_str(ev, "reason");
+    const char *ts = json_get_str(ev, "lastTimestamp");
+    if(!ts)
+      ts = json_get_str(ev, "eventTime");
+    if(!kind || strcmp(kind, "Job") || !reason || strcmp(reason, "FailedCreate"))
+      continue;
+    if(ts && strcmp(ts, newest) < 0)
+      continue;
+    newest = ts ? ts : newest;
+    snprintf(buf, len, "%s", json_get_str(ev, "message") ? json_get_str(ev, "message") : "");
+  }
+  cJSON_Delete(list);
 }
 
 /* The Job ended (or vanished) without an accepted record. */
@@ -142,16 +182,26 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
 {
   const char *res = job_report_result(v);
   if(res && !strcmp(res, "ProtocolMismatch")) {
-    char m[1024];
-    job_report_message(v, m, sizeof(m));
-    edit_event(&p->ed, EV_WARNING, "RunnerProtocolMismatch", "operation %s: the runner of "
-               "Job %s refused it before starting: %s; it is tried again in %ld s", op->id,
-               op->job, m, p->o->failure_interval_ms / 1000);
-    edit_unset(&p->ed, "operation");
-    edit_phase(&p->ed, PM_FAILED);
-    pm_ready(p, COND_FALSE, "RunnerProtocolMismatch", "the runner image speaks another "
-             "protocol than this manager (%s): %s", p->o->protocol ? p->o->protocol
-             : PTAH_PROTOCOL, m);
+    /* refused before anything ran: the same operation, tried again after the failure
+     * interval (a new attempt's Job; attempts are not spent: the run never started) */
+    const char *speaks = json_get_str(v->report, "protocol");
+    const char *asked = json_get_str(v->report, "requested");
+    const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
+    long wait_s = (p->o->failure_interval_ms + 999) / 1000;
+    edit_event(&p->ed, EV_WARNING, "RunnerProtocolMismatch", "operation %s: the runner of Job "
+               "%s (image %s) speaks protocol \"%s\", this manager asks for \"%s\"; it "
+               "refused the Job before starting, and it is tried again in %ld s", op->id,
+               op->job, img && *img ? img : p->o->runner_image, speaks ? speaks : "?",
+               asked ? asked : "?", wait_s);
+    pm_ready(p, COND_FALSE, "RunnerProtocolMismatch", "the runner image speaks protocol "
+             "\"%s\", this manager asks for \"%s\": run a runner image of this godwit release "
+             "(spec.execution.runnerImage, or the controller's --runner-image)",
+             speaks ? speaks : "?", asked ? asked : "?");
+    op->attempt++;
+    op_job_name(op->id, op->attempt, op->job, sizeof(op->job));
+    op->dispatched = false;
+    op->not_before = time(NULL) + wait_s;
+    op_write(&p->ed, p->obj, op);
     edit_requeue(&p->ed, p->o->failure_interval_ms);
     return;
   }
@@ -160,6 +210,17 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
       edit_event(&p->ed, EV_WARNING, "LeaseContinuityLost", "operation %s: %s; the result is "
                  "discarded", op->id, r->why);
     pm_uncertain(p, op, "its result record was rejected: %s", r->why);
+    return;
+  }
+  if(v->state == JOB_FAILED && !*v->pod && v->pods_ended == 0) {
+    /* no runner Pod ever ran: proven to have committed nothing */
+    char refused[1024] = "";
+    refusal(p, op->job, refused, sizeof(refused));
+    char msg[1600];
+    snprintf(msg, sizeof(msg), "no runner Pod of Job %s ever ran (%s)%s%s", op->job, v->failure,
+             *refused ? ": " : "", refused);
+    struct run_result failed = { "Failed", msg, op->from, op->from };
+    settle(p, op, &failed);
     return;
   }
   if(v->state == JOB_ABSENT)
@@ -193,9 +254,21 @@ gw_rc pm_drive(struct pm *p)
     return GW_OK;
   }
   if(v.state == JOB_PENDING || v.state == JOB_RUNNING || v.state == JOB_DELETING) {
-    if(*v.waiting)
+    char refused[1024] = "";
+    if(v.state == JOB_PENDING && !*v.pod)
+      refusal(p, op.job, refused, sizeof(refused));
+    if(*refused) {
+      pm_ready(p, COND_FALSE, "PodAdmissionRefused", "operation %s: the API server refuses the "
+               "runner Pod of Job %s: %s; the Job keeps its deadline", op.id, op.job, refused);
+      edit_event_if_cond(&p->ed, C_READY, EV_WARNING, "PodAdmissionRefused", "Job %s cannot "
+                         "create the runner Pod of operation %s: %s. The Job keeps its "
+                         "deadline and keeps trying; declare what the Pod has to carry in "
+                         "spec.execution.podMetadata, or change the policy", op.job, op.id,
+                         refused);
+    } else if(*v.waiting) {
       pm_ready(p, COND_FALSE, "Migrating", "operation %s: the runner Pod cannot start: %s",
                op.id, v.waiting);
+    }
     edit_requeue(&p->ed, p->o->poll_interval_ms);
     job_view_release(&v);
     return GW_OK;
@@ -207,7 +280,7 @@ gw_rc pm_drive(struct pm *p)
                "failed and is tried again: %s", op.id, r.why);
     edit_requeue(&p->ed, PM_ERROR_RETRY_MS);
   } else if(verdict == OPV_ACCEPTED) {
-    settle(p, &op, &r);
+    settle_record(p, &op, &r);
   } else {
     no_result(p, &op, &v, &r);
   }

@@ -174,8 +174,78 @@ static void patch(struct pm *p, const struct kube_gvr *gvr, const char *name, co
   cJSON_free(text);
 }
 
+static bool has_finalizer(const cJSON *obj)
+{
+  const cJSON *f;
+  cJSON_ArrayForEach(f, json_get(obj, "metadata.finalizers"))
+    if(cJSON_IsString(f) && !strcmp(f->valuestring, PM_FINALIZER))
+      return true;
+  return false;
+}
+
+/* Adds or removes the finalizer with an update guarded by the resourceVersion (a conflict is
+ * decided again on the next pass). */
+static gw_rc finalizer(struct pm *p, bool want)
+{
+  if(has_finalizer(p->obj) == want)
+    return GW_OK;
+  cJSON *o = cJSON_Duplicate(p->obj, 1);
+  if(!o)
+    return GW_ENOMEM;
+  cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+  cJSON *list = cJSON_GetObjectItemCaseSensitive(md, "finalizers");
+  if(!list)
+    list = cJSON_AddArrayToObject(md, "finalizers");
+  if(want) {
+    cJSON_AddItemToArray(list, cJSON_CreateString(PM_FINALIZER));
+  } else {
+    for(int i = cJSON_GetArraySize(list) - 1; i >= 0; i--)
+      if(!strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(list, i)) ?
+                   cJSON_GetStringValue(cJSON_GetArrayItem(list, i)) : "", PM_FINALIZER))
+        cJSON_DeleteItemFromArray(list, i);
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(o, "status");
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_update(p->ctx->kube, &KUBE_PTAH_MIGRATIONS, p->ns, o, NULL, NULL, &st);
+  if(rc && rc != GW_ECONFLICT && rc != GW_ENOTFOUND)
+    log_kv(LOG_WARN, "cannot update the finalizer", "key", p->ctx->key, "finalizer",
+           PM_FINALIZER, "error", gw_strerror(rc), "reason", st.reason, LOG_END);
+  kube_status_release(&st);
+  cJSON_Delete(o);
+  return rc;
+}
+
+gw_rc pm_finalize(struct pm *p)
+{
+  if(!has_finalizer(p->obj))
+    return GW_OK;
+  struct ptah_op op;
+  if(op_read(p->obj, &op) && op.dispatched)
+    return pm_drive(p); /* the run in flight ends (its Job keeps its deadline), then settles */
+  const cJSON *u = json_get(p->obj, "status.unresolvedRun");
+  if(cJSON_IsObject(u)) {
+    const cJSON *from = json_get(u, "fromVersion"), *to = json_get(u, "toVersion");
+    const char *secret = json_get_str(p->obj, "spec.database.connectionSecretRef.name");
+    const char *hist = json_get_str(p->obj, "spec.migrations.historyTable");
+    rec_event(p->ctx, p->obj, EV_WARNING, "UnresolvedRunDiscarded", "deleting %s discarded "
+              "the record of operation %s, a run nobody accounted for: outcome Unknown, "
+              "versions %lld to %lld, the database of Secret \"%s\" (history table %s)",
+              p->name, json_get_str(u, "operation") ? json_get_str(u, "operation") : "",
+              cJSON_IsNumber(from) ? (long long)from->valuedouble : 0,
+              cJSON_IsNumber(to) ? (long long)to->valuedouble : 0, secret ? secret : "",
+              hist ? hist : "public.ptah_migrations");
+  }
+  gw_rc rc = finalizer(p, false);
+  return rc == GW_ECONFLICT || rc == GW_ENOTFOUND ? GW_OK : rc;
+}
+
 void pm_after_commit(struct pm *p)
 {
+  if(!json_get(p->obj, "metadata.deletionTimestamp") &&
+     (json_get_str(p->obj, "status.operation.id") ||
+      cJSON_IsObject(json_get(p->obj, "status.unresolvedRun"))))
+    (void)finalizer(p, true);
   if(p->set_annotation || p->clear_annotation) {
     cJSON *b = cJSON_CreateObject();
     cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(b, "metadata"), "annotations");

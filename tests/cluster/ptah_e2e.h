@@ -1,0 +1,45 @@
+/*
+ * ptah_e2e.h: the Ptah end-to-end tests' helpers (tests/cluster/test_ptah_*.c), on the e2e
+ * fixture (e2e.h) started with only the target server: the database "shop" owned by dst_app,
+ * its URI in the Secret "dst". Every helper asserts on failure.
+ */
+#ifndef GW_TESTS_PTAH_E2E_H
+#define GW_TESTS_PTAH_E2E_H
+
+#include <stdbool.h>
+
+#include "e2e.h"
+
+/* A PtahMigration "shop" of the database in Secret "dst", migrations in ConfigMap
+ * "shop-migrations"; append spec fields two spaces in. */
+#define PTAH_HEAD                                                                              \
+  "apiVersion: ptah.run/v1\n"                                                                 \
+  "kind: PtahMigration\n"                                                                     \
+  "metadata: {name: shop}\n"                                                                  \
+  "spec:\n"                                                                                   \
+  "  database: {connectionSecretRef: {name: dst}}\n"                                          \
+  "  migrations: {configMapRef: {name: shop-migrations}}\n"
+
+/* e2e_start with the target only; the waits and Event helpers read PtahMigrations. */
+void ptah_start(struct e2e *e, const struct e2e_opts *o);
+/* kubectl apply of a ConfigMap with keys and values (NULL-terminated pairs). */
+void ptah_configmap(struct e2e *e, const char *name, const char *const *kv);
+/* status (or any) field of PtahMigration name: -1 / "" when absent (thread-local buffer). */
+long long ptah_int(struct e2e *e, const char *name, const char *path);
+const char *ptah_str(struct e2e *e, const char *name, const char *path);
+/* Waits until status.currentVersion is v and no operation is in flight. */
+bool ptah_wait_version(struct e2e *e, const char *name, long long v, int timeout_ms);
+/* The PtahResultRecord's status.phase ("" when absent). */
+const char *ptah_record_phase(struct e2e *e, const char *record);
+/* An Event of that type and reason on PtahMigration name. */
+bool ptah_has_event(struct e2e *e, const char *name, const char *type, const char *reason);
+/* user creates a PtahMigrationRunAcknowledgment of "shop" with kubectl. */
+void ptah_acknowledge(struct e2e *e, const char *user, const char *ack, const char *operation,
+                      const char *outcome);
+/* Waits until a session of the shop database runs a query containing needle, then SIGKILLs the
+ * process group of the running runner container of PtahMigration name. */
+void ptah_kill_runner_during(struct e2e *e, const char *name, const char *needle);
+/* The annotation operator.ptah.run/unresolved-run of name ("" when absent). */
+const char *ptah_unresolved_annotation(struct e2e *e, const char *name);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * test_ptah_faults.c: PtahMigration when things go wrong, end to end on the local cluster: a
+ * runner that speaks another protocol, a runner Pod the API server refuses, a status that lost
+ * its unresolved run, and the deletion of a resource holding one. Each asserts the seed 001
+ * Event it causes, with its type, and that the database was not touched when nothing may run.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "ptah_e2e.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(ptah_faults, .fini = stop, .timeout = 300);
+
+static const char *const ONE[] = { "0001_create_users.sql", "CREATE TABLE users (id int);",
+                                   NULL };
+
+static bool history_exists(void)
+{
+  char *r = pgfx_query1(&E.dst, "shop", "SELECT to_regclass('public.ptah_migrations') IS NOT "
+                        "NULL");
+  bool yes = !strcmp(r, "t");
+  free(r);
+  return yes;
+}
+
+Test(ptah_faults, a_runner_of_another_protocol_refuses_the_job_before_touching_the_database)
+{
+  setenv("GODWIT_PTAH_RUNNER_PROTOCOL", "2", 1); /* the Jobs ask for 2; the runner speaks 1 */
+  ptah_start(&E, NULL);
+  ptah_configmap(&E, "shop-migrations", ONE);
+  e2e_apply(&E, PTAH_HEAD);
+  bool ok = e2e_wait_event(&E, "shop", "RunnerProtocolMismatch", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "no RunnerProtocolMismatch:\n%s", d);
+  free(d);
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "RunnerProtocolMismatch"));
+  cr_expect_str_eq(e2e_cond_reason(&E, "shop", "Ready"), "RunnerProtocolMismatch");
+  const char *m = e2e_event_message(&E, "shop", "RunnerProtocolMismatch");
+  cr_expect(strstr(m, "asks for \"2\"") && strstr(m, "speaks protocol \"1\""),
+            "the protocols are not named: %s", m);
+  cr_expect_eq(e2e_event_count(&E, "shop", "OperationStarted"), 1,
+               "retried before the failure interval");
+  cr_expect_not(history_exists(), "the runner touched the database");
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "", "a record was delivered");
+  cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0,
+               "a refusal before anything ran is not an uncertain run");
+}
+
+Test(ptah_faults, a_refused_runner_pod_is_reported_and_the_job_keeps_its_deadline)
+{
+  setenv("GODWIT_PTAH_JOB_DEADLINE", "10", 1);
+  ptah_start(&E, NULL);
+  ptah_configmap(&E, "shop-migrations", ONE);
+  e2e_apply(&E, PTAH_HEAD "  backoffLimit: 0\n"
+                          "  execution: {serviceAccountName: nosuch}\n");
+  bool ok = e2e_wait_event(&E, "shop", "PodAdmissionRefused", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "no PodAdmissionRefused:\n%s", d);
+  free(d);
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "PodAdmissionRefused"));
+  const char *m = e2e_event_message(&E, "shop", "PodAdmissionRefused");
+  cr_expect(strstr(m, "nosuch") != NULL, "the refusal is not carried: %s", m);
+  cr_expect_str_eq(e2e_cond_reason(&E, "shop", "Ready"), "PodAdmissionRefused");
+  /* the deadline ends the Job; no Pod ever ran, so nothing was committed: Failed, not
+   * uncertain */
+  ok = e2e_wait_cond(&E, "shop", "Ready", "False", "RunFailed", 60000);
+  d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not RunFailed after the deadline:\n%s", d);
+  free(d);
+  cr_expect(strstr(e2e_event_message(&E, "shop", "OperationFailed"), "ever ran") != NULL);
+  cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0);
+  cr_expect_not(history_exists());
+}
+
+Test(ptah_faults, an_unresolved_run_survives_a_lost_status_and_its_deletion_is_recorded)
+{
+  ptah_start(&E, NULL);
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){ "0001_slow.sql",
+                                        "SELECT pg_sleep(3); CREATE TABLE slow (id int);",
+                                        NULL });
+  e2e_apply(&E, PTAH_HEAD);
+  ptah_kill_runner_during(&E, "shop", "pg_sleep(3)");
+  bool ok = e2e_wait_phase(&E, "shop", "Uncertain", 60000);
+  cr_assert(ok, "not Uncertain");
+  cr_expect(strstr(ptah_unresolved_annotation(&E, "shop"), "shop-apply-1") != NULL);
+
+  /* a restore that drops status: the record comes back from the annotation */
+  char *out = NULL;
+  int rc = e2e_kubectl(&E, &out, "patch ptahmigration shop --subresource=status --type=json "
+                       "-p '[{\"op\":\"remove\",\"path\":\"/status/unresolvedRun\"}]'");
+  cr_assert_eq(rc, 0, "kubectl patch: %s", out);
+  free(out);
+  ok = e2e_wait_event(&E, "shop", "UnresolvedRunRestored", 30000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not restored:\n%s", d);
+  free(d);
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "UnresolvedRunRestored"));
+  cr_expect_str_eq(ptah_str(&E, "shop", "status.unresolvedRun.operation"), "shop-apply-1");
+  cr_expect_str_eq(e2e_phase(&E, "shop"), "Uncertain");
+  cr_expect_eq(e2e_event_count(&E, "shop", "OperationStarted"), 1, "a run was planned");
+
+  /* deleting it records what was discarded before the finalizer lets go */
+  rc = e2e_kubectl(&E, &out, "delete ptahmigration shop --timeout=30s");
+  cr_assert_eq(rc, 0, "kubectl delete: %s", out);
+  free(out);
+  cr_expect_null(e2e_get(&E, "shop"), "still there after the delete returned");
+  ok = e2e_wait_event(&E, "shop", "UnresolvedRunDiscarded", 10000);
+  cr_assert(ok, "no UnresolvedRunDiscarded");
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "UnresolvedRunDiscarded"));
+  const char *m = e2e_event_message(&E, "shop", "UnresolvedRunDiscarded");
+  cr_expect(strstr(m, "shop-apply-1") && strstr(m, "Unknown") && strstr(m, "dst"),
+            "the Event does not name the run, its outcome and the database: %s", m);
+}
