@@ -41,7 +41,7 @@ struct controller_config {
   const char *runner_image;
   long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
-  long qps, burst;
+  long qps, burst, api_timeout;
   /* the PtahMigration controller */
   long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval;
   const char *ptah_protocol;
@@ -83,6 +83,8 @@ static const struct cfg_opt options[] = {
     "requests per second to the API server, sustained (a client-side token bucket)" },
   { "kube-api-burst", "GODWIT_KUBE_API_BURST", CFG_INT, "100", 1, 10000, O(burst),
     "requests to the API server allowed at once above the sustained rate" },
+  { "kube-api-timeout-ms", "GODWIT_KUBE_API_TIMEOUT_MS", CFG_INT, "30000", 500, 600000,
+    O(api_timeout), "milliseconds a request to the API server may take (watches excepted)" },
   { "runner-image", "GODWIT_RUNNER_IMAGE", CFG_STR, "ghcr.io/godwit-dev/godwit:latest", 0, 0,
     O(runner_image), "image of the runner Jobs, and of the pgcopydb worker by default" },
   { "probe-interval-ms", "GODWIT_PROBE_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
@@ -159,7 +161,7 @@ static int run(const struct controller_config *c, const char *identity)
   struct kube_client *kube = NULL, *lkube = NULL;
   memset(&kc, 0, sizeof(kc));
   memset(&lkc, 0, sizeof(lkc));
-  int code = make_client(c, 0, -1, &kc, &kube);
+  int code = make_client(c, (int)c->api_timeout, -1, &kc, &kube);
   /* The elector's own client: a request must end well within the renew deadline. */
   if(!code && c->leader_elect)
     code = make_client(c, (int)(c->renew_deadline * 1000 / 3), 1, &lkc, &lkube);

@@ -15,6 +15,18 @@ const char *pm_service_account(const struct pm *p)
   return sa && *sa ? sa : PM_RUNNER_SA;
 }
 
+static const char *image(const struct pm *p)
+{
+  const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
+  return img && *img ? img : p->o->runner_image;
+}
+
+void pm_binding(const struct pm *p, char *buf, size_t len)
+{
+  snprintf(buf, len, "image=%s protocol=%s state=%s", image(p),
+           p->o->protocol ? p->o->protocol : PTAH_PROTOCOL, PTAH_STATE_VERSION);
+}
+
 static cJSON *args(const struct pm *p, const struct ptah_op *op)
 {
   char attempt[16], to[32], wait[16];
@@ -39,11 +51,10 @@ static void spec_of(struct pm *p, const struct ptah_op *op, struct rj_spec *s)
 {
   static const char *const cmd[] = { "godwit-runner", NULL };
   memset(s, 0, sizeof(*s));
-  const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
   s->name = op->job;
   s->step = "apply";
   s->attempt = op->attempt;
-  s->image = img && *img ? img : p->o->runner_image;
+  s->image = image(p);
   s->command = cmd;
   s->args = args(p, op);
   s->secrets[0] = (struct rj_secret_env){

@@ -42,6 +42,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   copy(op->job, sizeof(op->job), json_get_str(o, "jobName"));
   copy(op->inputs, sizeof(op->inputs), json_get_str(o, "inputs"));
   copy(op->tdigest, sizeof(op->tdigest), json_get_str(o, "templateDigest"));
+  copy(op->binding, sizeof(op->binding), json_get_str(o, "binding"));
   op->attempt = (int)num(o, "attempt", 1);
   op->dispatched = json_get_str(o, "startedAt") != NULL;
   op->refreshed = json_get_bool(o, "snapshotRefreshed", false);
@@ -62,6 +63,8 @@ void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op
     cJSON_AddStringToObject(o, "inputs", op->inputs);
   if(*op->tdigest)
     cJSON_AddStringToObject(o, "templateDigest", op->tdigest);
+  if(*op->binding)
+    cJSON_AddStringToObject(o, "binding", op->binding);
   if(op->refreshed)
     cJSON_AddTrueToObject(o, "snapshotRefreshed");
   cJSON_AddNumberToObject(o, "fromVersion", (double)op->from);
@@ -161,7 +164,8 @@ static void check_writer(struct rec_ctx *c, const struct ptah_op *op, const char
   if(rc == GW_ENOTFOUND) {
     snprintf(why, len, "its writer Pod \"%s\" is gone, so its uid cannot be checked", pod);
   } else if(rc) {
-    snprintf(why, len, "!read Pod \"%s\": %s", pod, gw_strerror(rc)); /* '!': retry */
+    snprintf(why, len, "%sGET pods/%s: %s", rc == GW_ETIMEOUT ? "~" : "!", pod,
+             gw_strerror(rc)); /* '!', '~' (timed out): retry */
   } else {
     const char *puid = json_get_str(p, "metadata.uid");
     const cJSON *l = json_get(p, "metadata.labels");
@@ -233,7 +237,7 @@ enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, con
     snprintf(out->why, sizeof(out->why), "GET ptahresultrecords/%s: %s%s%s", op->job,
              gw_strerror(rc), *st.message ? ": " : "", st.message);
     kube_status_release(&st);
-    return out->verdict = OPV_ERROR;
+    return out->verdict = rc == GW_ETIMEOUT ? OPV_TIMEOUT : OPV_ERROR;
   }
   kube_status_release(&st);
   const char *phase = json_get_str(out->rec, "status.phase");
@@ -245,9 +249,10 @@ enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, con
     return out->verdict = OPV_REJECTED;
   }
   check_writer(c, op, sa, out->rec, out->why, sizeof(out->why));
-  if(out->why[0] == '!') {
+  if(out->why[0] == '!' || out->why[0] == '~') {
+    bool timeout = out->why[0] == '~';
     memmove(out->why, out->why + 1, strlen(out->why));
-    return out->verdict = OPV_ERROR;
+    return out->verdict = timeout ? OPV_TIMEOUT : OPV_ERROR;
   }
   if(!out->why[0] && !strcmp(op->type, "Apply") &&
      !json_get_bool(out->rec, "spec.result.lockContinuous", false)) {

@@ -40,6 +40,7 @@ struct ptah_op {
   char job[OP_JOB_MAX + 1];
   char inputs[80];
   char tdigest[80];
+  char binding[640]; /* "image=<ref> protocol=<p> state=<v>" */
   int attempt;
   bool dispatched; /* startedAt is recorded: the Job was created */
   bool refreshed;
@@ -56,7 +57,7 @@ void op_make_id(const char *name, const char *type_lc, long long seq, char *buf,
 /* "<id>-<attempt>". */
 void op_job_name(const char *id, int attempt, char *buf, size_t len);
 
-enum op_verdict { OPV_NONE, OPV_ACCEPTED, OPV_REJECTED, OPV_ERROR };
+enum op_verdict { OPV_NONE, OPV_ACCEPTED, OPV_REJECTED, OPV_ERROR, OPV_TIMEOUT };
 
 struct op_record {
   enum op_verdict verdict;

@@ -138,6 +138,7 @@ gw_rc pm_plan(struct pm *p)
   snprintf(op.inputs, sizeof(op.inputs), "%s", in.digest);
   op.from = pm_status_int(p, "currentVersion", 0);
   op.to = in.target;
+  pm_binding(p, op.binding, sizeof(op.binding));
   rc = pm_job_digest(p, &op, op.tdigest, sizeof(op.tdigest));
   if(rc)
     return rc;

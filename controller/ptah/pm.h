@@ -71,6 +71,8 @@ gw_rc pm_plan(struct pm *p) GW_MUST_CHECK;
 gw_rc pm_job_digest(struct pm *p, const struct ptah_op *op, char *out, size_t len) GW_MUST_CHECK;
 gw_rc pm_job_create(struct pm *p, const struct ptah_op *op, bool *created) GW_MUST_CHECK;
 const char *pm_service_account(const struct pm *p);
+/* The execution binding operations are claimed under now (op.h: binding). */
+void pm_binding(const struct pm *p, char *buf, size_t len);
 
 /* run.c: the operation in flight. */
 gw_rc pm_drive(struct pm *p) GW_MUST_CHECK;

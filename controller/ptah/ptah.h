@@ -12,6 +12,9 @@
 /* The runner protocol this controller speaks: a Job asks its runner for it, and a runner that
  * speaks another refuses the Job before it touches the database (RunnerProtocolMismatch). */
 #define PTAH_PROTOCOL "1"
+/* The controller-state version: the layout of status.operation a claim relies on. A release that
+ * changes it retires the claims made under the old one (ExecutionBindingChanged). */
+#define PTAH_STATE_VERSION "1"
 
 struct ptah_opts {
   const char *runner_image;  /* runner Jobs' image when spec.execution.runnerImage is empty */

@@ -22,6 +22,20 @@ static gw_rc dispatch(struct pm *p, struct ptah_op *op)
     edit_requeue(&p->ed, (long)(op->not_before - now) * 1000);
     return GW_OK;
   }
+  char binding[sizeof(op->binding)];
+  pm_binding(p, binding, sizeof(binding));
+  if(*op->binding && strcmp(binding, op->binding)) {
+    /* the evidence would be produced under another executor: the claim is discarded, and
+     * the next pass claims afresh under the new binding */
+    edit_unset(&p->ed, "operation");
+    edit_event(&p->ed, EV_WARNING, "ExecutionBindingChanged", "operation %s was claimed under "
+               "%s and the manager now runs %s: the claim is discarded before dispatch, and a "
+               "new one is made", op->id, op->binding, binding);
+    pm_ready(p, COND_FALSE, "ExecutionBindingChanged", "operation %s was discarded: its "
+             "execution binding changed (%s, now %s)", op->id, op->binding, binding);
+    edit_requeue(&p->ed, 1);
+    return GW_OK;
+  }
   char d[80];
   gw_rc rc = pm_job_digest(p, op, d, sizeof(d));
   if(rc)
@@ -30,9 +44,9 @@ static gw_rc dispatch(struct pm *p, struct ptah_op *op)
     if(op->refreshed) {
       /* the template moved again: the claim retires, and the next pass claims afresh */
       edit_unset(&p->ed, "operation");
-      edit_event(&p->ed, EV_WARNING, "ExecutionBindingChanged", "operation %s was retired "
-                 "before dispatch: the Pod template it would run changed twice (%s, now %s)",
-                 op->id, op->tdigest, d);
+      pm_ready(p, COND_FALSE, "ClaimRetired", "operation %s was retired before dispatch: the "
+               "Pod template it would run changed again (%s, now %s) after its snapshot was "
+               "resolved once; a new claim is made", op->id, op->tdigest, d);
       edit_requeue(&p->ed, 1);
       return GW_OK;
     }
@@ -275,7 +289,11 @@ gw_rc pm_drive(struct pm *p)
   }
   struct op_record r;
   enum op_verdict verdict = op_record_check(p->ctx, &op, pm_service_account(p), &r);
-  if(verdict == OPV_ERROR) {
+  if(verdict == OPV_TIMEOUT) {
+    edit_event(&p->ed, EV_WARNING, "ResultReadTimedOut", "operation %s: reading its result "
+               "exceeded its time bound and is tried again: %s", op.id, r.why);
+    edit_requeue(&p->ed, PM_ERROR_RETRY_MS);
+  } else if(verdict == OPV_ERROR) {
     edit_event(&p->ed, EV_WARNING, "ResultReadFailed", "operation %s: reading its result "
                "failed and is tried again: %s", op.id, r.why);
     edit_requeue(&p->ed, PM_ERROR_RETRY_MS);

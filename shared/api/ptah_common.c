@@ -65,6 +65,10 @@ const struct sch_field ptah_operation_fields[] = {
   { .name = "snapshotRefreshed", .type = SCH_BOOL,
     .desc = "The snapshot was resolved again once (AdmissionSnapshotRefreshed); a template "
             "that changes again retires the claim." },
+  { .name = "binding", .type = SCH_STRING, .max_len = 640,
+    .desc = "The execution binding the operation's evidence is produced under: the runner "
+            "image, the runner protocol and the controller-state version. A claim whose binding "
+            "changes before dispatch is retired (ExecutionBindingChanged)." },
   { .name = "inputs", .type = SCH_STRING, .max_len = 80,
     .desc = "The digest of what the operation was given (a PtahMigration: the ConfigMap's "
             "migrations, the target and the history table)." },

@@ -2,6 +2,8 @@
  *
  *   POST /__faults {"verb":"get","pathRegex":"/configmaps/x","code":500,"count":2}
  *        {"verb":"list","pathRegex":"...","code":429,"count":1,"retryAfter":1}
+ *        {"verb":"get","pathRegex":"...","code":504,"delayMs":3000}  answers after 3 s, as a
+ *                               server too slow for the client's timeout
  *        {"dropWatches":true}   closes every open watch stream now
  *        {"compact":true}       forgets the watch history: older resourceVersions get 410
  *        {"clear":true}         removes every rule (also DELETE /__faults)
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core.h"
 #include "log.h"
@@ -27,6 +30,7 @@ struct rule {
   char pattern[512];
   regex_t re;
   int code, count, retry_after;
+  long delay_ms;
   char message[512];
 };
 
@@ -53,6 +57,9 @@ static cJSON *add_rule(const cJSON *j)
   const cJSON *code = cJSON_GetObjectItem(j, "code");
   const cJSON *count = cJSON_GetObjectItem(j, "count");
   const cJSON *ra = cJSON_GetObjectItem(j, "retryAfter");
+  const cJSON *delay = cJSON_GetObjectItem(j, "delayMs");
+  r.delay_ms = cJSON_IsNumber(delay) && delay->valuedouble > 0 && delay->valuedouble <= 600000
+                 ? (long)delay->valuedouble : 0;
   r.code = cJSON_IsNumber(code) ? code->valueint : 500;
   r.count = cJSON_IsNumber(count) ? count->valueint : 1;
   r.retry_after = cJSON_IsNumber(ra) ? ra->valueint : (r.code == 429 ? 1 : 0);
@@ -218,6 +225,8 @@ bool faults_apply(struct ls_req *r, const char *verb)
   if(!found)
     return false;
   log_kv(LOG_INFO, "fault injected", "uri", r->raw_uri, "verb", verb, LOG_END);
+  if(hit.delay_ms > 0) /* this connection's own thread (one per connection) */
+    nanosleep(&(struct timespec){ hit.delay_ms / 1000, (hit.delay_ms % 1000) * 1000000L }, NULL);
   cJSON *st = answer(&hit);
   if(hit.retry_after > 0)
     r->retry_after = hit.retry_after;
