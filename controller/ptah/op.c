@@ -44,6 +44,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   copy(op->tdigest, sizeof(op->tdigest), json_get_str(o, "templateDigest"));
   copy(op->binding, sizeof(op->binding), json_get_str(o, "binding"));
   op->attempt = (int)num(o, "attempt", 1);
+  op->refused = (int)num(o, "refusedAttempts", 0);
   op->dispatched = json_get_str(o, "startedAt") != NULL;
   op->refreshed = json_get_bool(o, "snapshotRefreshed", false);
   op->from = num(o, "fromVersion", 0);
@@ -59,6 +60,8 @@ void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op
   cJSON_AddStringToObject(o, "type", op->type);
   cJSON_AddStringToObject(o, "jobName", op->job);
   cJSON_AddNumberToObject(o, "attempt", op->attempt);
+  if(op->refused)
+    cJSON_AddNumberToObject(o, "refusedAttempts", op->refused);
   if(*op->inputs)
     cJSON_AddStringToObject(o, "inputs", op->inputs);
   if(*op->tdigest)

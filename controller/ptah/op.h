@@ -42,6 +42,7 @@ struct ptah_op {
   char tdigest[80];
   char binding[640]; /* "image=<ref> protocol=<p> state=<v>" */
   int attempt;
+  int refused;     /* attempts refused by the runner before running: not counted as failures */
   bool dispatched; /* startedAt is recorded: the Job was created */
   bool refreshed;
   long long from, to;

@@ -106,12 +106,14 @@ static void settle(struct pm *p, struct ptah_op *op, const struct run_result *re
     pm_uncertain(p, op, "the runner could not tell what it committed: %s", msg);
     return;
   }
-  if(!strcmp(outcome, "Failed") && op->attempt <= p->backoff_limit) {
+  int failures = op->attempt - op->refused; /* the runs that started and failed */
+  if(!strcmp(outcome, "Failed") && failures <= p->backoff_limit) {
     /* proven to have committed nothing: the next attempt, after a backoff */
-    long delay = p->o->retry_base_ms << (op->attempt - 1 < 8 ? op->attempt - 1 : 8);
+    long delay = p->o->retry_base_ms << (failures - 1 < 8 ? failures - 1 : 8);
     edit_event(&p->ed, EV_WARNING, "OperationRetried", "operation %s attempt %d failed and "
-               "committed nothing; attempt %d of %d follows in %ld s: %s", op->id, op->attempt,
-               op->attempt + 1, p->backoff_limit + 1, (delay + 999) / 1000, msg);
+               "committed nothing; attempt %d follows in %ld s (%d of the %d runs backoffLimit "
+               "allows after the first): %s", op->id, op->attempt, op->attempt + 1,
+               (delay + 999) / 1000, failures, p->backoff_limit, msg);
     op->attempt++;
     op_job_name(op->id, op->attempt, op->job, sizeof(op->job));
     op->dispatched = false;
@@ -144,8 +146,8 @@ static void settle(struct pm *p, struct ptah_op *op, const struct run_result *re
            !strcmp(outcome, "Partial") ? "stopped part way" : "failed", to, msg);
   edit_event(&p->ed, EV_WARNING, "MigrationRunFinished", "%s: operation %s left the database at "
              "version %lld (from %lld): %s", outcome, op->id, to, from, msg);
-  edit_event(&p->ed, EV_WARNING, "OperationFailed", "operation %s failed after %d attempt%s: %s",
-             op->id, op->attempt, op->attempt == 1 ? "" : "s", msg);
+  edit_event(&p->ed, EV_WARNING, "OperationFailed", "operation %s failed after %d run%s: %s",
+             op->id, failures, failures == 1 ? "" : "s", msg);
 }
 
 static void settle_record(struct pm *p, struct ptah_op *op, const struct op_record *r)
@@ -190,14 +192,25 @@ static void refusal(struct pm *p, const char *job, char *buf, size_t len)
   cJSON_Delete(list);
 }
 
+/* The runner refused before anything ran: the same operation, a new attempt's Job after wait_ms
+ * (the attempts of backoffLimit are not spent: the run never started). */
+static void again_later(struct pm *p, struct ptah_op *op, long wait_ms)
+{
+  op->attempt++;
+  op->refused++;
+  op_job_name(op->id, op->attempt, op->job, sizeof(op->job));
+  op->dispatched = false;
+  op->not_before = time(NULL) + (wait_ms + 999) / 1000;
+  op_write(&p->ed, p->obj, op);
+  edit_requeue(&p->ed, wait_ms);
+}
+
 /* The Job ended (or vanished) without an accepted record. */
 static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v,
                       const struct op_record *r)
 {
   const char *res = job_report_result(v);
   if(res && !strcmp(res, "ProtocolMismatch")) {
-    /* refused before anything ran: the same operation, tried again after the failure
-     * interval (a new attempt's Job; attempts are not spent: the run never started) */
     const char *speaks = json_get_str(v->report, "protocol");
     const char *asked = json_get_str(v->report, "requested");
     const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
@@ -211,12 +224,24 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
              "\"%s\", this manager asks for \"%s\": run a runner image of this godwit release "
              "(spec.execution.runnerImage, or the controller's --runner-image)",
              speaks ? speaks : "?", asked ? asked : "?");
-    op->attempt++;
-    op_job_name(op->id, op->attempt, op->job, sizeof(op->job));
-    op->dispatched = false;
-    op->not_before = time(NULL) + wait_s;
-    op_write(&p->ed, p->obj, op);
-    edit_requeue(&p->ed, p->o->failure_interval_ms);
+    again_later(p, op, p->o->failure_interval_ms);
+    return;
+  }
+  if(res && !strcmp(res, "CredentialFailed")) {
+    const char *why = json_get_str(v->report, "message");
+    /* the n-th refusal in a row waits 2 s doubling, at most the failure interval */
+    int n = op->refused < 8 ? op->refused : 8;
+    long wait = p->o->retry_base_ms << n;
+    if(wait > p->o->failure_interval_ms)
+      wait = p->o->failure_interval_ms;
+    edit_event(&p->ed, EV_WARNING, "ResultCredentialFailed", "operation %s: the runner of Job "
+               "%s could not prove it can deliver its result, so it ran nothing; tried again in "
+               "%ld s (check the service account %s and its RoleBinding to the ClusterRole "
+               "godwit-runner, and admission refusals): %s", op->id, op->job,
+               (wait + 999) / 1000, pm_service_account(p), why ? why : "");
+    pm_ready(p, COND_FALSE, "ResultCredentialFailed", "operation %s waits for a runner that can "
+             "deliver its result: %s", op->id, why ? why : "");
+    again_later(p, op, wait);
     return;
   }
   if(r->verdict == OPV_REJECTED) {

@@ -203,6 +203,8 @@ static void run(struct pm_ctx *c)
 {
   if(c->type == PM_APPLY && pm_files_load(c))
     return;
+  if(!strcmp(c->o.result, "durable") && pm_record_credential(c))
+    return; /* a result that cannot be delivered would leave the run uncertain */
   if(pm_connect(c) || pm_lock(c) || pm_history_read(c))
     return;
   if(c->type == PM_APPLY)

@@ -99,6 +99,7 @@ struct pm_ctx {
   enum pm_outcome outcome;
   bool transient; /* exit 2 whatever the record: nothing ran and a retry may help */
   bool lock_continuous, record_delivered;
+  bool credential_failed; /* the dry-run record was refused: nothing ran, no record */
   char *message; /* what happened, for the record and the report (redacted when written) */
   char started_at[32], finished_at[32];
 };
@@ -150,5 +151,10 @@ long long pm_now_ms(void);
 
 /* The record (ptah_record.c): sets record_delivered; prints PASS or FAIL record. */
 void pm_record_deliver(struct pm_ctx *c);
+/* The delivery credential, proven before anything runs: the record this run will write is
+ * created with dryRun=All (authentication, RBAC and the webhook's writer rules all judge it,
+ * nothing is stored), waiting up to PM_CREDENTIAL_WAIT_MS for a token or an API server that is
+ * not there yet. -1 (credential_failed set, FAIL credential printed) when it is refused. */
+int pm_record_credential(struct pm_ctx *c);
 
 #endif

@@ -22,6 +22,7 @@
 #define PM_RECORD_DEADLINE_MS 30000
 #define PM_RECORD_DELAY_MS 500     /* before the second attempt; doubles */
 #define PM_RECORD_DELAY_MAX_MS 5000
+#define PM_CREDENTIAL_WAIT_MS 20000
 
 static cJSON *build(const struct pm_ctx *c)
 {
@@ -129,27 +130,35 @@ static void deliver(struct pm_ctx *c, struct kube_client *k, const cJSON *obj)
   kube_status_release(&st);
 }
 
-void pm_record_deliver(struct pm_ctx *c)
+static struct kube_client *client(struct pm_ctx *c, const char *id)
 {
   struct kube_config cfg;
   struct kube_client *k = NULL;
   char err[512];
   gw_rc rc = kube_config_load(&cfg, NULL, NULL, err, sizeof(err));
   if(rc) {
-    st_fail(&c->st, false, "record", "cannot deliver the result record: %s (a runner Pod uses "
-            "its service account: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the "
-            "mounted token)", err);
-    return;
+    st_fail(&c->st, false, id, "cannot deliver the result record: %s (a runner Pod uses its "
+            "service account: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the mounted "
+            "token)", err);
+    return NULL;
   }
-  cfg.max_retries = 2; /* this loop retries for longer, and handles a repeated create */
+  cfg.max_retries = 2; /* the callers retry for longer, and handle a repeated create */
   cfg.timeout_ms = 10000;
   rc = kube_client_new(&k, &cfg, err, sizeof(err));
   kube_config_release(&cfg);
   if(rc) {
-    st_fail(&c->st, false, "record", "cannot make a Kubernetes client: %s",
+    st_fail(&c->st, false, id, "cannot make a Kubernetes client: %s",
             err[0] ? err : gw_strerror(rc));
-    return;
+    return NULL;
   }
+  return k;
+}
+
+void pm_record_deliver(struct pm_ctx *c)
+{
+  struct kube_client *k = client(c, "record");
+  if(!k)
+    return;
   cJSON *obj = build(c);
   if(obj)
     deliver(c, k, obj);
@@ -157,4 +166,63 @@ void pm_record_deliver(struct pm_ctx *c)
     st_fail(&c->st, false, "record", "out of memory");
   cJSON_Delete(obj);
   kube_client_free(k);
+}
+
+int pm_record_credential(struct pm_ctx *c)
+{
+  /* the record as it would be written if the run ended now: an Apply that cannot tell */
+  enum pm_outcome saved = c->outcome;
+  c->outcome = c->type == PM_APPLY ? PM_UNKNOWN : PM_FAILED;
+  pm_now_rfc3339(c->finished_at, sizeof(c->finished_at));
+  cJSON *obj = build(c);
+  c->outcome = saved;
+  c->finished_at[0] = '\0';
+  char why[1400] = "";
+  long long deadline = pm_now_ms() + PM_CREDENTIAL_WAIT_MS;
+  long delay = PM_RECORD_DELAY_MS;
+  bool ok = false;
+  for(int attempt = 1; obj; attempt++) {
+    struct kube_client *k = client(c, "credential"); /* the token file may appear late */
+    gw_rc rc = k ? GW_OK : GW_ECONNECT;
+    struct kube_status st;
+    kube_status_init(&st);
+    if(k)
+      rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, obj, true, NULL, &st);
+    int ours = -1;
+    if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists")) /* delivered before? */
+      ours = existing_is_ours(c, k, &st, &rc, why, sizeof(why));
+    kube_client_free(k);
+    ok = ours >= 0 ? ours == 1 : !rc;
+    if(ours == 0) {
+      kube_status_release(&st);
+      break; /* another operation's record holds the name: this run could never deliver */
+    }
+    if(!ok && ours < 0 && k)
+      snprintf(why, sizeof(why), "%d %s: %s", st.code, st.reason[0] ? st.reason
+               : gw_strerror(rc), st.message);
+    else if(!ok)
+      snprintf(why, sizeof(why), "no Kubernetes client (see above)");
+    /* no client: the token may not be written yet, unless this is no Pod at all */
+    bool waiting = !k && getenv("KUBERNETES_SERVICE_HOST");
+    bool again = !ok && (waiting || (k && (transient(rc, &st) || st.code == 401))) &&
+                 pm_now_ms() + delay <= deadline;
+    kube_status_release(&st);
+    if(ok || !again)
+      break;
+    st_sleep_ms((int)delay);
+    delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
+    (void)attempt;
+  }
+  cJSON_Delete(obj);
+  if(ok) {
+    st_pass(&c->st, "credential", "this Pod may create PtahResultRecord %s/%s (dry run)",
+            c->o.namespace, c->o.job_name);
+    return 0;
+  }
+  c->credential_failed = true;
+  st_fail(&c->st, false, "credential", "this Pod cannot deliver its result record, so nothing "
+          "is run: %s", why[0] ? why : "out of memory");
+  pm_set(c, PM_FAILED, "the result could not be delivered with this Pod's credential, so "
+         "nothing was read or changed: %s", why[0] ? why : "out of memory");
+  return -1;
 }

@@ -14,6 +14,9 @@
  * read and changed nothing, and a retry with the same image cannot help (docs/api/ptah.md:
  * RunnerProtocolMismatch). */
 #define RUNNER_EXIT_PROTOCOL 3
+/* A Ptah runner whose result could not be delivered by the credential it holds (its dry-run
+ * record refused): it ran nothing, delivered nothing, and its report says CredentialFailed. */
+#define RUNNER_EXIT_CREDENTIAL 4
 #define RUNNER_REPORT_MAX 4096 /* a Kubernetes termination message */
 
 /* path NULL: /dev/termination-log. */

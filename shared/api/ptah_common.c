@@ -76,6 +76,9 @@ const struct sch_field ptah_operation_fields[] = {
     .desc = "PtahMigration: the version the database was known at when the run was claimed." },
   { .name = "toVersion", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
     .desc = "PtahMigration: the version the run takes the database to." },
+  { .name = "refusedAttempts", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "Attempts whose runner refused the Job before running anything (another protocol, "
+            "no credential to deliver its result): not counted against backoffLimit." },
   { .name = "notBefore", .type = SCH_TIME,
     .desc = "A retried attempt's Job is created no sooner than this (backoff)." },
   { 0 }

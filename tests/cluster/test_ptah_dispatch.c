@@ -125,3 +125,28 @@ Test(ptah_dispatch, a_result_read_that_times_out_is_retried_and_named)
             "the timed-out read is not named: %s", m);
   cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0);
 }
+
+Test(ptah_dispatch, a_runner_that_cannot_deliver_runs_nothing_and_is_tried_again)
+{
+  ptah_start(&E, &(struct e2e_opts){ .faults = true });
+  ptah_configmap(&E, "shop-migrations", ONE);
+  /* the first runner's proof of its delivery credential (a dry-run record) is refused */
+  cl_fault(&E.c, "{\"verb\":\"create\",\"pathRegex\":\"/ptahresultrecords$\",\"code\":403,"
+                 "\"count\":1,\"dryRun\":true,\"message\":\"injected: not allowed\"}");
+  e2e_apply(&E, PTAH_HEAD "  backoffLimit: 0\n");
+  bool ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not applied:\n%s", d);
+  free(d);
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "ResultCredentialFailed"));
+  const char *m = e2e_event_message(&E, "shop", "ResultCredentialFailed");
+  cr_expect(strstr(m, "injected: not allowed") && strstr(m, "godwit-runner"),
+            "the Event does not carry the refusal and the service account: %s", m);
+  /* the refused attempt ran nothing and spent nothing of backoffLimit 0 */
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-2"), "Accepted");
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "", "the refused Pod wrote");
+  cr_expect_eq(e2e_event_count(&E, "shop", "OperationRetried"), 0);
+  char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM public.ptah_migrations");
+  cr_expect_str_eq(n, "1");
+  free(n);
+}

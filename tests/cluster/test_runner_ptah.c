@@ -164,8 +164,9 @@ static void pt_wait(struct prun *r)
   cr_assert_eq(json_parse_strict(r->report, strlen(r->report), &r->json, err, sizeof(err)), 0,
                "report is not JSON: %s: %s", err, r->report);
   cr_assert_str_eq(json_get_str(r->json, "kind"), "PtahRunnerReport");
-  static const char *const results[] = { "Passed", "Failed", "Transient", "ProtocolMismatch" };
-  cr_assert(r->code >= 0 && r->code <= 3, "exit %d", r->code);
+  static const char *const results[] = { "Passed", "Failed", "Transient", "ProtocolMismatch",
+                                          "CredentialFailed" };
+  cr_assert(r->code >= 0 && r->code <= 4, "exit %d", r->code);
   cr_assert_str_eq(json_get_str(r->json, "result"), results[r->code]);
   const char *secrets[] = { PT_PW, r->uri, "postgres://", "app:" };
   for(size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
@@ -754,7 +755,7 @@ Test(runner_ptah, connection_lost_during_commit_is_unknown, .timeout = 120)
   pt_stop(&f);
 }
 
-Test(runner_ptah, durable_result_without_kubernetes_is_not_delivered, .timeout = 90)
+Test(runner_ptah, durable_result_without_kubernetes_runs_nothing, .timeout = 90)
 {
   struct ptfx f;
   pt_start(&f);
@@ -766,12 +767,15 @@ Test(runner_ptah, durable_result_without_kubernetes_is_not_delivered, .timeout =
   pt_spawn(&r, &f, f.uri, (const char *[]){ "--result", "durable", NULL },
            (const char *[]){ env_home, NULL });
   pt_wait(&r);
-  cr_assert_eq(r.code, 2, "an undelivered record is transient:\n%s", r.out);
-  cr_assert_str_eq(pt_str(&r, "outcome"), "Applied");
+  /* a result that could not be delivered is never produced: nothing runs */
+  cr_assert_eq(r.code, 4, "a credential that cannot deliver stops the run:\n%s", r.out);
+  cr_assert_str_eq(pt_str(&r, "outcome"), "Failed");
+  cr_assert_str_eq(pt_str(&r, "result"), "CredentialFailed");
   cr_assert(!json_get_bool(r.json, "recordDelivered", true), "%s", r.report);
-  cr_assert_not_null(strstr(r.out, "FAIL record: cannot deliver the result record: no Kubernetes configuration"), "%s", r.out);
-  cr_assert_not_null(strstr(r.out, "RESULT Transient: outcome Applied"), "%s", r.out);
+  cr_assert_not_null(strstr(r.out, "FAIL credential: cannot deliver the result record: no Kubernetes configuration"), "%s", r.out);
+  cr_assert_not_null(strstr(r.out, "RESULT CredentialFailed: outcome Failed"), "%s", r.out);
   pt_free(&r);
+  cr_assert(!pt_table(&f, "public.d1"), "the run went on without a credential");
   sr_rmrf(home);
   pt_stop(&f);
 }
@@ -897,7 +901,7 @@ Test(runner_ptah, durable_result_is_a_record_written_once_per_job, .timeout = 24
   struct kube_client *k = cl_client(&c, "admin");
   /* the API server fails the first creates: more than one call's own retries absorb */
   cl_fault(&c, "{\"verb\":\"create\",\"pathRegex\":\"/ptahresultrecords$\",\"code\":503,"
-               "\"count\":4}");
+               "\"count\":4,\"dryRun\":false}");
   create_ignoring_conflict(k, &KUBE_SERVICEACCOUNTS,
                            "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
                            "{\"name\":\"godwit-runner\",\"namespace\":\"default\"}}");
@@ -968,8 +972,8 @@ Test(runner_ptah, durable_result_is_a_record_written_once_per_job, .timeout = 24
   pod = job_pod_done(k, 90000);
   cr_assert_not_null(pod);
   rep = pod_report(pod, &code);
-  cr_assert_eq(code, 2, "exit %d, %s", code, json_get_str(rep, "message"));
-  cr_assert_str_eq(json_get_str(rep, "result"), "Transient");
+  cr_assert_eq(code, 4, "exit %d, %s", code, json_get_str(rep, "message"));
+  cr_assert_str_eq(json_get_str(rep, "result"), "CredentialFailed");
   cr_assert(!json_get_bool(rep, "recordDelivered", true));
   pod_log_has(k, pod, "a record of operation \"shop-apply-1\" already has this name");
   cJSON_Delete(rep);

@@ -4,6 +4,7 @@
  *        {"verb":"list","pathRegex":"...","code":429,"count":1,"retryAfter":1}
  *        {"verb":"get","pathRegex":"...","code":504,"delayMs":3000}  answers after 3 s, as a
  *                               server too slow for the client's timeout
+ *        {"verb":"create",...,"dryRun":false}  only requests without dryRun (true: only with)
  *        {"dropWatches":true}   closes every open watch stream now
  *        {"compact":true}       forgets the watch history: older resourceVersions get 410
  *        {"clear":true}         removes every rule (also DELETE /__faults)
@@ -31,6 +32,7 @@ struct rule {
   regex_t re;
   int code, count, retry_after;
   long delay_ms;
+  int dry_run; /* -1 any request, 0 only those without dryRun, 1 only those with it */
   char message[512];
 };
 
@@ -58,6 +60,8 @@ static cJSON *add_rule(const cJSON *j)
   const cJSON *count = cJSON_GetObjectItem(j, "count");
   const cJSON *ra = cJSON_GetObjectItem(j, "retryAfter");
   const cJSON *delay = cJSON_GetObjectItem(j, "delayMs");
+  const cJSON *dry = cJSON_GetObjectItem(j, "dryRun");
+  r.dry_run = cJSON_IsBool(dry) ? cJSON_IsTrue(dry) : -1;
   r.delay_ms = cJSON_IsNumber(delay) && delay->valuedouble > 0 && delay->valuedouble <= 600000
                  ? (long)delay->valuedouble : 0;
   r.code = cJSON_IsNumber(code) ? code->valueint : 500;
@@ -214,7 +218,8 @@ bool faults_apply(struct ls_req *r, const char *verb)
                !strcasecmp(ru->verb, r->method);
     bool pok = !regexec(&ru->re, r->path, 0, NULL, 0) ||
                !regexec(&ru->re, r->raw_uri, 0, NULL, 0);
-    if(!vok || !pok)
+    bool dry = strstr(r->raw_uri, "dryRun=") != NULL;
+    if(!vok || !pok || (ru->dry_run >= 0 && ru->dry_run != dry))
       continue;
     if(ru->count > 0)
       ru->count--;

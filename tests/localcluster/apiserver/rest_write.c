@@ -347,6 +347,14 @@ cJSON *write_create(struct ls_wctx *w, cJSON *obj, cJSON **out)
     stored = cJSON_Duplicate(obj, 1);
     st = rest_to_storage(rt, stored);
   }
+  if(!st && w->dry_run) {
+    /* as kube-apiserver's dry-run storage: the name must still be free */
+    store_lock();
+    bool taken = store_get(rt->store_group, rt->store_resource, w->ns, name) != NULL;
+    store_unlock();
+    if(taken)
+      st = rest_already_exists(rt, name);
+  }
   if(st || w->dry_run) {
     builtin_write_aborted(w, NULL);
     cJSON_Delete(stored);

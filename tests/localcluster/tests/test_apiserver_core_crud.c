@@ -270,6 +270,11 @@ Test(apiserver_core, dry_run_persists_nothing)
   ra_call(&A, "POST", CM "?dryRun=Sometimes", NULL, "{\"metadata\":{\"name\":\"x\"}}", &r);
   cr_assert_eq(r.code, 400);
   ra_resp_free(&r);
+  /* a dry run answers what the real request would: the name is taken */
+  ra_call(&A, "POST", CM "?dryRun=All", NULL, "{\"metadata\":{\"name\":\"wet\"}}", &r);
+  cr_assert_eq(r.code, 409, "%s", r.body);
+  cr_assert(strstr(r.body, "AlreadyExists"), "%s", r.body);
+  ra_resp_free(&r);
 }
 
 static int count(const char *query)
