@@ -44,6 +44,11 @@ static cJSON *args(const struct pm *p, const struct ptah_op *op)
   cJSON *arr = cJSON_CreateArray();
   for(size_t i = 0; arr && a[i]; i++)
     cJSON_AddItemToArray(arr, cJSON_CreateString(a[i]));
+  const char *owed = json_get_str(p->obj, "status.lockReleaseOwed.session");
+  if(arr && owed && *owed) {
+    cJSON_AddItemToArray(arr, cJSON_CreateString("--release-owed"));
+    cJSON_AddItemToArray(arr, cJSON_CreateString(owed));
+  }
   return arr;
 }
 

@@ -150,8 +150,29 @@ static void settle(struct pm *p, struct ptah_op *op, const struct run_result *re
              op->id, failures, failures == 1 ? "" : "s", msg);
 }
 
+/* The run's runner died without its result: its session may still hold the database lock
+ * until the server notices. The next run releases it (--release-owed). */
+static void release_owed(struct pm *p, const struct ptah_op *op)
+{
+  char session[96], now[40];
+  snprintf(session, sizeof(session), "godwit-ptah-%s", op->id);
+  session[63] = '\0'; /* as the runner cuts its application_name */
+  kt_rfc3339(now, sizeof(now), time(NULL));
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "operation", op->id);
+  cJSON_AddStringToObject(o, "session", session);
+  cJSON_AddStringToObject(o, "recordedAt", now);
+  edit_set(&p->ed, "lockReleaseOwed", o);
+  edit_event(&p->ed, EV_WARNING, "TargetLockReleaseOwed", "operation %s ended without its "
+             "runner: its database session (application_name \"%s\") may still hold the "
+             "migration lock; the next run releases it before it takes the lock", op->id,
+             session);
+}
+
 static void settle_record(struct pm *p, struct ptah_op *op, const struct op_record *r)
 {
+  if(json_get(p->obj, "status.lockReleaseOwed"))
+    edit_unset(&p->ed, "lockReleaseOwed"); /* an accepted run held the lock: it was released */
   struct run_result res;
   res.outcome = op_result_str(r, "outcome") ? op_result_str(r, "outcome") : "Unknown";
   res.message = op_result_str(r, "message") ? op_result_str(r, "message") : "";
@@ -251,6 +272,8 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
     pm_uncertain(p, op, "its result record was rejected: %s", r->why);
     return;
   }
+  if(!strcmp(op->type, "Apply"))
+    release_owed(p, op);
   if(v->state == JOB_FAILED && !*v->pod && v->pods_ended == 0) {
     /* no runner Pod ever ran: proven to have committed nothing */
     char refused[1024] = "";

@@ -37,6 +37,9 @@ static const struct cfg_opt pm_table[] = {
     "the version to migrate to (0: the highest in the directory)" },
   { "lock-wait-s", NULL, CFG_INT, "30", 0, 3600, PM_OFF(lock_wait_s),
     "seconds to wait for the migration lock another session holds" },
+  { "release-owed", NULL, CFG_STR, NULL, 0, 0, PM_OFF(release_owed),
+    "the application_name of a run's session that may have been left holding the migration "
+    "lock (its runner died); a session of that name holding it is terminated first" },
   { "protocol", NULL, CFG_STR, NULL, 0, 0, PM_OFF(protocol),
     "the runner protocol the Job expects; this runner speaks " PTAH_RUNNER_PROTOCOL
     " (required)" },

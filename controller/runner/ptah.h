@@ -54,6 +54,7 @@ enum pm_outcome { PM_FAILED, PM_APPLIED, PM_UPTODATE, PM_PARTIAL, PM_UNKNOWN, PM
 struct pm_opts {
   const char *operation, *type, *owner_name, *namespace, *job_name;
   const char *migrations_dir, *history_table, *protocol, *result;
+  const char *release_owed; /* the application_name of a session that may hold the lock */
   long attempt, target, lock_wait_s;
 };
 
@@ -100,6 +101,7 @@ struct pm_ctx {
   bool transient; /* exit 2 whatever the record: nothing ran and a retry may help */
   bool lock_continuous, record_delivered;
   bool credential_failed; /* the dry-run record was refused: nothing ran, no record */
+  int released;           /* sessions of --release-owed this run terminated */
   char *message; /* what happened, for the record and the report (redacted when written) */
   char started_at[32], finished_at[32];
 };

@@ -184,8 +184,48 @@ static void name_holder(struct pm_ctx *c, char *buf, size_t len)
   PQclear(res);
 }
 
+/* The lock a dead run's session left behind (--release-owed): a session of that
+ * application_name that holds it is terminated (pg_terminate_backend: the same role, or
+ * pg_signal_backend); its open transaction rolls back, as it would when the server noticed its
+ * client gone. Sessions of other names are never touched. */
+static void release_owed(struct pm_ctx *c)
+{
+  const char *name = c->o.release_owed;
+  if(!name || !*name || !strcmp(name, c->appname))
+    return;
+  char sql[768];
+  snprintf(sql, sizeof(sql),
+           "SELECT l.pid, pg_catalog.pg_terminate_backend(l.pid, 5000)"
+           "  FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
+           " WHERE " LOCK_ROW " AND a.application_name = $2"
+           "   AND l.pid <> pg_catalog.pg_backend_pid()",
+           PTAH_LOCK_CLASS);
+  const char *params[] = { c->o.history_table, name };
+  struct pgc_err e;
+  PGresult *res = pgc_query(c->conn, &e, sql, 2, params);
+  if(!res) {
+    st_warn(&c->st, "release", "cannot release the lock session \"%s\" left: %s", name, e.msg);
+    return;
+  }
+  for(int i = 0; i < PQntuples(res); i++) {
+    bool done = !strcmp(PQgetvalue(res, i, 1), "t");
+    if(done)
+      c->released++;
+    if(done)
+      st_pass(&c->st, "release", "terminated pid %s (\"%s\"), which held the migration lock "
+              "after its run ended", PQgetvalue(res, i, 0), name);
+    else
+      st_warn(&c->st, "release", "pid %s (\"%s\") holds the migration lock and did not end "
+              "within 5 s", PQgetvalue(res, i, 0), name);
+  }
+  if(!PQntuples(res))
+    st_pass(&c->st, "release", "no session \"%s\" holds the migration lock any more", name);
+  PQclear(res);
+}
+
 int pm_lock(struct pm_ctx *c)
 {
+  release_owed(c);
   char sql[256];
   snprintf(sql, sizeof(sql),
            "SELECT pg_catalog.pg_try_advisory_lock(" LOCK_KEYS "), pg_catalog.pg_backend_pid()",

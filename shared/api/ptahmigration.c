@@ -82,6 +82,16 @@ static const struct sch_field unresolved_fields[] = {
   { 0 }
 };
 
+static const struct sch_field release_fields[] = {
+  { .name = "operation", .type = SCH_STRING, .format = &fmt_dns1123_label,
+    .desc = "The run whose session may still hold the database lock." },
+  { .name = "session", .type = SCH_STRING, .max_len = 64,
+    .desc = "That session's application_name; the next run terminates a session of this name "
+            "that holds the lock before it takes it." },
+  { .name = "recordedAt", .type = SCH_TIME, .desc = "When the release became owed." },
+  { 0 }
+};
+
 static const struct sch_field acknowledgment_fields[] = {
   { .name = "name", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,
     .desc = "The PtahMigrationRunAcknowledgment that settled the last unresolved run." },
@@ -121,6 +131,10 @@ static const struct sch_field v1_status[] = {
             "cannot lose it." },
   { .name = "acknowledgment", .type = SCH_OBJECT, .fields = acknowledgment_fields,
     .desc = "The acknowledgment that settled the last unresolved run." },
+  { .name = "lockReleaseOwed", .type = SCH_OBJECT, .fields = release_fields,
+    .desc = "The database lock a run's session may have kept after its runner died "
+            "(TargetLockReleaseOwed); the next run releases it, and this clears once a run "
+            "has held the lock." },
   { .name = "operationCount", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
     .desc = "How many operations were claimed: the next one's id ends in this number plus "
             "one." },

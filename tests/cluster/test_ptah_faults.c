@@ -121,3 +121,46 @@ Test(ptah_faults, an_unresolved_run_survives_a_lost_status_and_its_deletion_is_r
   cr_expect(strstr(m, "shop-apply-1") && strstr(m, "Unknown") && strstr(m, "dst"),
             "the Event does not name the run, its outcome and the database: %s", m);
 }
+
+Test(ptah_faults, a_lock_left_by_a_dead_runner_is_released_by_the_next_run)
+{
+  ptah_start(&E, NULL);
+  /* version 2 sleeps a minute, unless the table "marker" exists */
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){
+                   "0001_users.sql", "CREATE TABLE users (id int);", "0002_slow.sql",
+                   "SELECT pg_sleep(CASE WHEN to_regclass('public.marker') IS NULL THEN 60 "
+                   "ELSE 0 END); CREATE TABLE slow (id int);", NULL });
+  e2e_apply(&E, PTAH_HEAD);
+  ptah_kill_runner_during(&E, "shop", "pg_sleep(CASE");
+  bool ok = e2e_wait_phase(&E, "shop", "Uncertain", 60000);
+  cr_assert(ok, "not Uncertain");
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "TargetLockReleaseOwed"));
+  cr_expect_str_eq(ptah_str(&E, "shop", "status.lockReleaseOwed.session"),
+                   "godwit-ptah-shop-apply-1");
+  /* the dead runner's session goes on sleeping, holding the migration lock */
+  char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE "
+                        "application_name = 'godwit-ptah-shop-apply-1'");
+  cr_expect_str_eq(n, "1", "the session was expected to outlive its runner");
+  free(n);
+  pgfx_exec(&E.dst, "shop", "CREATE TABLE marker ()");
+  long long t0 = e2e_mono_ms();
+  ptah_acknowledge(&E, "alice", "shop-apply-1-ack", "shop-apply-1", "Partial");
+  ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 60000);
+  long long took = e2e_mono_ms() - t0;
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not applied after the acknowledgment:\n%s", d);
+  free(d);
+  /* the session would have held the lock for a minute, longer than a run waits (30 s) */
+  cr_expect_lt(took, 25000, "the next run waited for the lock (%lld ms)", took);
+  cr_expect_str_eq(ptah_str(&E, "shop", "status.lockReleaseOwed.session"), "",
+                   "the owed release is still recorded");
+  n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE "
+                  "application_name = 'godwit-ptah-shop-apply-1'");
+  cr_expect_str_eq(n, "0");
+  free(n);
+  n = pgfx_query1(&E.dst, "shop", "SELECT string_agg(version::text, ',' ORDER BY version) "
+                  "FROM public.ptah_migrations");
+  cr_expect_str_eq(n, "1,2");
+  free(n);
+}
