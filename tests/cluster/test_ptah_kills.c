@@ -1,0 +1,85 @@
+/*
+ * test_ptah_kills.c: the controller SIGKILLed and restarted ten times during each of two runs of
+ * a PtahMigration, at instants spread over the claim, the dispatch, the run and the settling.
+ * Whatever instant the kill lands on: one Job per operation, every version applied once and
+ * recorded with it, no version recorded that the database does not hold, and no run called
+ * uncertain (the runner was never hurt, so its result is always known).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "ptah_e2e.h"
+
+static struct e2e E;
+
+static void stop(void)
+{
+  e2e_stop(&E);
+}
+
+TestSuite(ptah_kills, .fini = stop, .timeout = 300);
+
+#define SLOW(n) "SELECT pg_sleep(0.3); CREATE TABLE t" #n " (id int);"
+
+/* Ten kills, each followed by a fresh controller, spread over about three seconds. */
+static void kill_ten_times(void)
+{
+  static const int gaps_ms[10] = { 0, 50, 120, 200, 300, 400, 250, 350, 500, 600 };
+  for(int i = 0; i < 10; i++) {
+    e2e_sleep_ms(gaps_ms[i]);
+    e2e_controller_kill(&E);
+    e2e_controller_start(&E);
+  }
+}
+
+static void assert_versions(const char *want)
+{
+  char *v = pgfx_query1(&E.dst, "shop", "SELECT string_agg(version::text, ',' ORDER BY version) "
+                        "FROM public.ptah_migrations");
+  cr_expect_str_eq(v, want, "the history table");
+  free(v);
+  /* every recorded version's table exists: nothing recorded that was not applied */
+  char *missing = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM public.ptah_migrations h "
+                              "WHERE to_regclass('public.t' || h.version) IS NULL");
+  cr_expect_str_eq(missing, "0");
+  free(missing);
+}
+
+Test(ptah_kills, a_controller_killed_at_any_instant_never_runs_a_version_twice)
+{
+  ptah_start(&E, NULL);
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){ "0001_a.sql", SLOW(1), "0002_b.sql", SLOW(2),
+                                        "0003_c.sql", SLOW(3), "0004_d.sql", SLOW(4), NULL });
+  e2e_apply(&E, PTAH_HEAD);
+  kill_ten_times();
+  bool ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 90000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not applied:\n%s", d);
+  free(d);
+  assert_versions("1,2,3,4");
+
+  /* the next release, and ten more kills */
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){ "0001_a.sql", SLOW(1), "0002_b.sql", SLOW(2),
+                                        "0003_c.sql", SLOW(3), "0004_d.sql", SLOW(4),
+                                        "0005_e.sql", SLOW(5), "0006_f.sql", SLOW(6), NULL });
+  kill_ten_times();
+  ok = ptah_wait_version(&E, "shop", 6, 90000);
+  d = e2e_describe(&E, "shop");
+  cr_assert(ok, "version 6 not reached:\n%s", d);
+  free(d);
+  assert_versions("1,2,3,4,5,6");
+  char *jobs = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &jobs, "get jobs -l ptah.run/migration=shop -o name"), 0);
+  cr_expect_str_eq(jobs, "job.batch/shop-apply-1-1\njob.batch/shop-apply-2-1\n",
+                   "one Job per operation");
+  free(jobs);
+  cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0,
+               "a run whose runner was never hurt was called uncertain");
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "Accepted");
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-2-1"), "Accepted");
+}
