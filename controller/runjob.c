@@ -433,6 +433,7 @@ gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
   const cJSON *nf = json_get(job, "status.failed"), *ns = json_get(job, "status.succeeded");
   v->pods_ended = (cJSON_IsNumber(nf) ? (int)nf->valuedouble : 0) +
                   (cJSON_IsNumber(ns) ? (int)ns->valuedouble : 0);
+  v->suspended = json_get_bool(job, "spec.suspend", false);
   cJSON_Delete(job);
   cJSON *pod = *uid ? newest_pod(o, uid, false) : NULL;
   bool finished = v->state == JOB_SUCCEEDED || v->state == JOB_FAILED;
@@ -493,6 +494,21 @@ static gw_rc delete(const struct rj_owner *o, const struct kube_gvr *gvr, const 
   gw_rc rc = kube_delete(o->kube, gvr, o->ns, name, &d, NULL, &st);
   kube_status_release(&st);
   return rc == GW_ENOTFOUND ? GW_OK : rc;
+}
+
+gw_rc rj_suspend(const struct rj_owner *o, const char *name)
+{
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_patch(o->kube, &KUBE_JOBS, o->ns, name, KUBE_PATCH_MERGE,
+                        "{\"spec\":{\"suspend\":true}}", NULL, NULL, &st);
+  if(rc == GW_ENOTFOUND)
+    rc = GW_OK;
+  if(rc)
+    log_kv(LOG_WARN, "cannot suspend a runner Job", "key", o->key, "job", name, "error",
+           gw_strerror(rc), "reason", st.reason, LOG_END);
+  kube_status_release(&st);
+  return rc;
 }
 
 gw_rc rj_delete(const struct rj_owner *o, const char *name)

@@ -98,6 +98,7 @@ struct job_view {
   long long pod_started; /* epoch seconds the container started, 0 when unknown */
   int pods_ended;        /* the Job's status.failed + status.succeeded: Pods that ran and
                           * ended, counted by the Job controller even once deleted */
+  bool suspended;        /* spec.suspend: the Job controller creates no Pod */
 };
 
 /* The Job name and its newest Pod (by the Job's uid: a Job created again under the same name
@@ -113,6 +114,8 @@ const char *job_report_result(const struct job_view *v);
 /* "<failed.id>: <message>; <recovery>", the summary, or the Job's failure (exit code). */
 void job_report_message(const struct job_view *v, char *buf, size_t len);
 
+/* Suspends the Job (spec.suspend: no new Pod, active ones deleted); absent is fine. */
+gw_rc rj_suspend(const struct rj_owner *o, const char *name) GW_MUST_CHECK;
 /* Deletes the Job and, in the background, its Pods; absent is fine. */
 gw_rc rj_delete(const struct rj_owner *o, const char *name) GW_MUST_CHECK;
 gw_rc rj_pod_delete(const struct rj_owner *o, const char *pod) GW_MUST_CHECK;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "digest.h"
 #include "json.h"
 #include "log.h"
 #include "podtemplate.h"
@@ -90,6 +91,22 @@ gw_rc pm_job_digest(struct pm *p, const struct ptah_op *op, char *out, size_t le
   snprintf(out, len, "%s", dg ? dg : "");
   cJSON_Delete(job);
   return GW_OK;
+}
+
+gw_rc pm_job_full_digest(struct pm *p, const struct ptah_op *op, char *out, size_t len)
+{
+  struct rj_spec s;
+  spec_of(p, op, &s);
+  cJSON *job = rj_render(&p->owner, &s);
+  cJSON_Delete(s.args);
+  char *text = job ? cJSON_PrintUnformatted(json_get(job, "spec.template")) : NULL;
+  cJSON_Delete(job);
+  char d[DIGEST_SHA256_LEN];
+  gw_rc rc = text ? digest_sha256(text, strlen(text), d) : GW_ENOMEM;
+  cJSON_free(text);
+  if(!rc)
+    snprintf(out, len, "%s", d);
+  return rc;
 }
 
 /* Creates obj; AlreadyExists is fine. */

@@ -43,6 +43,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   copy(op->inputs, sizeof(op->inputs), json_get_str(o, "inputs"));
   copy(op->tdigest, sizeof(op->tdigest), json_get_str(o, "templateDigest"));
   copy(op->binding, sizeof(op->binding), json_get_str(o, "binding"));
+  copy(op->jdigest, sizeof(op->jdigest), json_get_str(o, "jobDigest"));
   op->attempt = (int)num(o, "attempt", 1);
   op->refused = (int)num(o, "refusedAttempts", 0);
   op->dispatched = json_get_str(o, "startedAt") != NULL;
@@ -68,6 +69,8 @@ void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op
     cJSON_AddStringToObject(o, "templateDigest", op->tdigest);
   if(*op->binding)
     cJSON_AddStringToObject(o, "binding", op->binding);
+  if(*op->jdigest)
+    cJSON_AddStringToObject(o, "jobDigest", op->jdigest);
   if(op->refreshed)
     cJSON_AddTrueToObject(o, "snapshotRefreshed");
   cJSON_AddNumberToObject(o, "fromVersion", (double)op->from);

@@ -40,6 +40,7 @@ struct ptah_op {
   char job[OP_JOB_MAX + 1];
   char inputs[80];
   char tdigest[80];
+  char jdigest[80];  /* the whole Pod template the Job was created with */
   char binding[640]; /* "image=<ref> protocol=<p> state=<v>" */
   int attempt;
   int refused;     /* attempts refused by the runner before running: not counted as failures */

@@ -69,6 +69,10 @@ gw_rc pm_plan(struct pm *p) GW_MUST_CHECK;
 /* job.c: the operation's Job (rendered the same way every time, so its digest is the claim's
  * admission snapshot). */
 gw_rc pm_job_digest(struct pm *p, const struct ptah_op *op, char *out, size_t len) GW_MUST_CHECK;
+/* The digest of the whole rendered Pod template (what pm_job_digest leaves out too: the service
+ * account, volumes). */
+gw_rc pm_job_full_digest(struct pm *p, const struct ptah_op *op, char *out, size_t len)
+  GW_MUST_CHECK;
 gw_rc pm_job_create(struct pm *p, const struct ptah_op *op, bool *created) GW_MUST_CHECK;
 const char *pm_service_account(const struct pm *p);
 /* The execution binding operations are claimed under now (op.h: binding). */

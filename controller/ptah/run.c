@@ -56,6 +56,9 @@ static gw_rc dispatch(struct pm *p, struct ptah_op *op)
     snprintf(op->tdigest, sizeof(op->tdigest), "%s", d);
     op->refreshed = true;
   }
+  rc = pm_job_full_digest(p, op, op->jdigest, sizeof(op->jdigest));
+  if(rc)
+    return rc;
   bool created = false;
   rc = pm_job_create(p, op, &created);
   if(rc) {
@@ -292,6 +295,37 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
                  op->job, v->exit_code);
 }
 
+/* A Job that never started a Pod while the spec moved on (a fixed service account, Pod
+ * metadata a policy asks for): it is cleaned up and the claim retired, so the run goes on under
+ * the spec as it is now. The Job is suspended first (no new Pod), then deleted once it shows no
+ * Pod and none ended: nothing ran. A cleanup that cannot be scheduled leaves the Job to its own
+ * deadline (MigrationJobCleanupDeferred). true: handled (the pass ends here). */
+static bool stale_job(struct pm *p, const struct ptah_op *op, const struct job_view *v)
+{
+  char d[80];
+  if(!*op->jdigest || pm_job_full_digest(p, op, d, sizeof(d)) || !strcmp(d, op->jdigest))
+    return false;
+  gw_rc rc = v->suspended ? rj_delete(&p->owner, op->job) : rj_suspend(&p->owner, op->job);
+  if(rc) {
+    edit_event(&p->ed, EV_WARNING, "MigrationJobCleanupDeferred", "Job %s of operation %s no "
+               "longer matches the spec and could not be %s (%s); it keeps its own deadline "
+               "(%ld s) rather than relying on a cleanup", op->job, op->id,
+               v->suspended ? "deleted" : "suspended", gw_strerror(rc), p->o->job_deadline_s);
+    edit_requeue(&p->ed, p->o->poll_interval_ms);
+    return false; /* the refusal is still reported below */
+  }
+  if(!v->suspended) {
+    edit_requeue(&p->ed, 500); /* deleted once it shows no Pod */
+    return true;
+  }
+  edit_unset(&p->ed, "operation");
+  pm_ready(p, COND_FALSE, "ClaimRetired", "operation %s was retired: its Job %s never started a "
+           "Pod and the spec changed since; a new run follows under the current spec", op->id,
+           op->job);
+  edit_requeue(&p->ed, 1);
+  return true;
+}
+
 gw_rc pm_drive(struct pm *p)
 {
   struct ptah_op op;
@@ -313,6 +347,10 @@ gw_rc pm_drive(struct pm *p)
   }
   if(rc) {
     edit_requeue(&p->ed, PM_ERROR_RETRY_MS);
+    return GW_OK;
+  }
+  if(v.state == JOB_PENDING && !*v.pod && v.pods_ended == 0 && stale_job(p, &op, &v)) {
+    job_view_release(&v);
     return GW_OK;
   }
   if(v.state == JOB_PENDING || v.state == JOB_RUNNING || v.state == JOB_DELETING) {

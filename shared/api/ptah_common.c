@@ -62,6 +62,10 @@ const struct sch_field ptah_operation_fields[] = {
   { .name = "templateDigest", .type = SCH_STRING, .max_len = 80,
     .desc = "The admission snapshot: the digest of the Pod template the claim dispatches "
             "(godwit.dev/template-digest on the Pod)." },
+  { .name = "jobDigest", .type = SCH_STRING, .max_len = 80,
+    .desc = "The digest of the whole Pod template of the dispatched Job (service account and "
+            "volumes included): a Job that never started a Pod and no longer matches the spec "
+            "is cleaned up." },
   { .name = "snapshotRefreshed", .type = SCH_BOOL,
     .desc = "The snapshot was resolved again once (AdmissionSnapshotRefreshed); a template "
             "that changes again retires the claim." },

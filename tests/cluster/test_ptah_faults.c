@@ -164,3 +164,30 @@ Test(ptah_faults, a_lock_left_by_a_dead_runner_is_released_by_the_next_run)
   cr_expect_str_eq(n, "1,2");
   free(n);
 }
+
+Test(ptah_faults, a_job_that_never_started_is_cleaned_up_when_the_spec_is_fixed)
+{
+  ptah_start(&E, &(struct e2e_opts){ .faults = true });
+  ptah_configmap(&E, "shop-migrations", ONE);
+  e2e_apply(&E, PTAH_HEAD "  execution: {serviceAccountName: nosuch}\n");
+  bool ok = e2e_wait_event(&E, "shop", "PodAdmissionRefused", 60000);
+  cr_assert(ok, "no PodAdmissionRefused");
+  /* the first cleanup cannot be scheduled: the Job keeps its deadline, and it is said */
+  cl_fault(&E.c, "{\"verb\":\"patch\",\"pathRegex\":\"/jobs/shop-apply-1-1$\",\"code\":500,"
+                 "\"count\":8}"); /* more than one call's own retries */
+  char *out = NULL;
+  int rc = e2e_kubectl(&E, &out, "patch ptahmigration shop --type=merge -p "
+                       "'{\"spec\":{\"execution\":{\"serviceAccountName\":null}}}'");
+  cr_assert_eq(rc, 0, "kubectl patch: %s", out);
+  free(out);
+  ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not applied after the fix:\n%s", d);
+  free(d);
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "MigrationJobCleanupDeferred"));
+  cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationJobCleanupDeferred"),
+                   "own deadline") != NULL);
+  cr_expect_str_eq(ptah_str(&E, "shop", "status.lastRun.operation"), "shop-apply-2");
+  cr_expect_neq(e2e_kubectl(&E, NULL, "get job shop-apply-1-1"), 0, "the stale Job stayed");
+  cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0);
+}
