@@ -43,8 +43,8 @@ struct controller_config {
     cleanup_attempts, db_timeout;
   long qps, burst, api_timeout;
   /* the PtahMigration controller */
-  long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval;
-  const char *ptah_protocol;
+  long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval, ptah_log_window;
+  const char *ptah_protocol, *ptah_transport;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -112,6 +112,12 @@ static const struct cfg_opt options[] = {
   { "ptah-failure-interval-ms", "GODWIT_PTAH_FAILURE_INTERVAL_MS", CFG_INT, "30000", 100,
     3600000, O(ptah_failure_interval),
     "a Ptah operation refused by its runner (protocol) is tried again after this" },
+  { "ptah-result-transport", "GODWIT_PTAH_RESULT_TRANSPORT", CFG_STR, "durable", 0, 0,
+    O(ptah_transport), "how new Ptah operations deliver results: durable (PtahResultRecords) or "
+    "legacy (a framed result in the runner's log; for runners that cannot reach the API)" },
+  { "ptah-log-read-window-ms", "GODWIT_PTAH_LOG_READ_WINDOW_MS", CFG_INT, "120000", 1000,
+    3600000, O(ptah_log_window), "legacy results: how long after its Job ended a log is read "
+    "again before the termination summary is considered" },
   { "ptah-runner-protocol", "GODWIT_PTAH_RUNNER_PROTOCOL", CFG_STR, PTAH_PROTOCOL, 0, 0, O(ptah_protocol),
     "the runner protocol Ptah Jobs ask for (change only to test a mismatch)" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
@@ -208,6 +214,8 @@ static int run(const struct controller_config *c, const char *identity)
     .job_ttl_s = c->ptah_ttl,
     .lock_wait_s = c->ptah_lock_wait,
     .retry_base_ms = 2000,
+    .legacy_results = c->ptah_transport && !strcmp(c->ptah_transport, "legacy"),
+    .log_window_ms = c->ptah_log_window,
   };
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||
                ptah_register(m, &ptah))) {
@@ -252,6 +260,11 @@ int main(int argc, char **argv)
                       "reconciled yet: nothing acts on them.");
   if(code >= 0)
     return code;
+  if(strcmp(c.ptah_transport, "durable") && strcmp(c.ptah_transport, "legacy")) {
+    fprintf(stderr, "godwit-controller: --ptah-result-transport must be durable or legacy, "
+            "got \"%s\"\n", c.ptah_transport);
+    return 2;
+  }
   if(c.leader_elect && c.renew_deadline >= c.lease_duration) {
     fprintf(stderr, "godwit-controller: --renew-deadline must be shorter than --lease-duration\n");
     return 2;

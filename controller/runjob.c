@@ -434,6 +434,13 @@ gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
   v->pods_ended = (cJSON_IsNumber(nf) ? (int)nf->valuedouble : 0) +
                   (cJSON_IsNumber(ns) ? (int)ns->valuedouble : 0);
   v->suspended = json_get_bool(job, "spec.suspend", false);
+  if(v->state == JOB_SUCCEEDED || v->state == JOB_FAILED) {
+    const char *ct = json_get_str(job, "status.completionTime");
+    if(!ct)
+      ct = json_get_str(json_condition(job, v->state == JOB_FAILED ? "Failed" : "Complete"),
+                        "lastTransitionTime");
+    v->finished = ct ? parse_time(ct) : 0;
+  }
   cJSON_Delete(job);
   cJSON *pod = *uid ? newest_pod(o, uid, false) : NULL;
   bool finished = v->state == JOB_SUCCEEDED || v->state == JOB_FAILED;

@@ -99,6 +99,7 @@ struct job_view {
   int pods_ended;        /* the Job's status.failed + status.succeeded: Pods that ran and
                           * ended, counted by the Job controller even once deleted */
   bool suspended;        /* spec.suspend: the Job controller creates no Pod */
+  long long finished;    /* epoch seconds the Job completed or failed, 0 when it has not */
 };
 
 /* The Job name and its newest Pod (by the Job's uid: a Job created again under the same name

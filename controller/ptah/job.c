@@ -40,7 +40,8 @@ static cJSON *args(const struct pm *p, const struct ptah_op *op)
     "--owner-name", p->name, "--namespace", p->ns, "--job-name", op->job,
     "--migrations-dir", PM_MIGRATIONS_MOUNT, "--history-table",
     hist ? hist : "public.ptah_migrations", "--target", to, "--lock-wait-s", wait,
-    "--protocol", p->o->protocol ? p->o->protocol : PTAH_PROTOCOL, NULL
+    "--protocol", p->o->protocol ? p->o->protocol : PTAH_PROTOCOL,
+    "--result", op->legacy ? "log" : "durable", NULL
   };
   cJSON *arr = cJSON_CreateArray();
   for(size_t i = 0; arr && a[i]; i++)
@@ -73,6 +74,8 @@ static void spec_of(struct pm *p, const struct ptah_op *op, struct rj_spec *s)
   s->pod_annotations = json_get(p->obj, "spec.execution.podMetadata.annotations");
   s->labels[0][0] = OP_LABEL;
   s->labels[0][1] = op->id;
+  s->labels[1][0] = "ptah.run/result-transport"; /* the transport, recorded on the Job */
+  s->labels[1][1] = op->legacy ? "legacy" : "durable";
   s->deadline_s = p->o->job_deadline_s;
   s->ttl_s = p->o->job_ttl_s;
 }

@@ -45,6 +45,8 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   copy(op->binding, sizeof(op->binding), json_get_str(o, "binding"));
   copy(op->jdigest, sizeof(op->jdigest), json_get_str(o, "jobDigest"));
   op->attempt = (int)num(o, "attempt", 1);
+  const char *tr = json_get_str(o, "resultTransport");
+  op->legacy = tr && !strcmp(tr, "Legacy");
   op->refused = (int)num(o, "refusedAttempts", 0);
   op->dispatched = json_get_str(o, "startedAt") != NULL;
   op->refreshed = json_get_bool(o, "snapshotRefreshed", false);
@@ -61,6 +63,7 @@ void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op
   cJSON_AddStringToObject(o, "type", op->type);
   cJSON_AddStringToObject(o, "jobName", op->job);
   cJSON_AddNumberToObject(o, "attempt", op->attempt);
+  cJSON_AddStringToObject(o, "resultTransport", op->legacy ? "Legacy" : "Durable");
   if(op->refused)
     cJSON_AddNumberToObject(o, "refusedAttempts", op->refused);
   if(*op->inputs)

@@ -42,6 +42,7 @@ struct ptah_op {
   char tdigest[80];
   char jdigest[80];  /* the whole Pod template the Job was created with */
   char binding[640]; /* "image=<ref> protocol=<p> state=<v>" */
+  bool legacy;     /* resultTransport Legacy */
   int attempt;
   int refused;     /* attempts refused by the runner before running: not counted as failures */
   bool dispatched; /* startedAt is recorded: the Job was created */
@@ -65,6 +66,7 @@ struct op_record {
   enum op_verdict verdict;
   cJSON *rec;       /* the record as read (NULL for OPV_NONE, OPV_ERROR) */
   bool lock_lost;   /* rejected because the lock was not held throughout */
+  bool summary_refused; /* legacy: no frame, and the termination summary cannot stand in */
   char why[1600];   /* the rejection, or the failed read */
 };
 
@@ -72,6 +74,14 @@ struct op_record {
 enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, const char *sa,
                                 struct op_record *out);
 void op_record_release(struct op_record *r);
+
+/* The legacy transport (legacy.c): the framed result in the log of the Job's Pod, read within
+ * window_ms of the Job's end (a failed read is OPV_ERROR or OPV_TIMEOUT, tried again); past it,
+ * or with no frame in a readable log, the termination summary, which is refused when it is of
+ * another attempt, cut short, or the log holds another operation's frame (summary_refused: the
+ * run is then unknown). An accepted result is out->rec, shaped as a record's spec. */
+enum op_verdict op_legacy_read(struct rec_ctx *c, const struct ptah_op *op,
+                               const struct job_view *v, long window_ms, struct op_record *out);
 /* The record's spec.result.<field>. */
 const char *op_result_str(const struct op_record *r, const char *field);
 long long op_result_int(const struct op_record *r, const char *field, long long dflt);

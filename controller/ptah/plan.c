@@ -134,6 +134,7 @@ gw_rc pm_plan(struct pm *p)
   op_make_id(p->name, "apply", seq, op.id, sizeof(op.id));
   snprintf(op.type, sizeof(op.type), "Apply");
   op.attempt = 1;
+  op.legacy = p->o->legacy_results;
   op_job_name(op.id, op.attempt, op.job, sizeof(op.job));
   snprintf(op.inputs, sizeof(op.inputs), "%s", in.digest);
   op.from = pm_status_int(p, "currentVersion", 0);

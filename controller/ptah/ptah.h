@@ -26,6 +26,9 @@ struct ptah_opts {
   long job_ttl_s;            /* ttlSecondsAfterFinished (default 86400) */
   long lock_wait_s;          /* how long a runner waits for the database lock (default 30) */
   long retry_base_ms;        /* backoff before attempt 2, doubling (default 2000) */
+  bool legacy_results;       /* new operations deliver their result in the log (Legacy) */
+  long log_window_ms;        /* a legacy log is read this long after its Job ended before the
+                              * termination summary is considered (default 120000) */
 };
 
 /* Registers the PtahMigration controller ("ptahmigration"); o is copied (its strings must

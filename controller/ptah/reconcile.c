@@ -20,6 +20,7 @@ static const struct ptah_opts defaults = {
   .job_ttl_s = 86400,
   .lock_wait_s = 30,
   .retry_base_ms = 2000,
+  .log_window_ms = 120000,
 };
 
 #define B(p) PHASE_BIT(p)

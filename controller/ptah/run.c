@@ -268,6 +268,16 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
     again_later(p, op, wait);
     return;
   }
+  if(r->verdict == OPV_REJECTED && r->summary_refused) {
+    edit_event(&p->ed, EV_WARNING, "TerminationSummaryRefused", "operation %s: the log of Job "
+               "%s held no readable result, and the summary in its Pod's termination message "
+               "was not read in its place: %s; the run is recorded as unknown", op->id, op->job,
+               r->why);
+    pm_uncertain(p, op, "its legacy result could not be read: %s", r->why);
+    if(!strcmp(op->type, "Apply"))
+      release_owed(p, op);
+    return;
+  }
   if(r->verdict == OPV_REJECTED) {
     if(r->lock_lost)
       edit_event(&p->ed, EV_WARNING, "LeaseContinuityLost", "operation %s: %s; the result is "
@@ -374,7 +384,9 @@ gw_rc pm_drive(struct pm *p)
     return GW_OK;
   }
   struct op_record r;
-  enum op_verdict verdict = op_record_check(p->ctx, &op, pm_service_account(p), &r);
+  enum op_verdict verdict =
+    op.legacy ? op_legacy_read(p->ctx, &op, &v, p->o->log_window_ms, &r)
+              : op_record_check(p->ctx, &op, pm_service_account(p), &r);
   if(verdict == OPV_TIMEOUT) {
     edit_event(&p->ed, EV_WARNING, "ResultReadTimedOut", "operation %s: reading its result "
                "exceeded its time bound and is tried again: %s", op.id, r.why);

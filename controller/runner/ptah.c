@@ -44,7 +44,8 @@ static const struct cfg_opt pm_table[] = {
     "the runner protocol the Job expects; this runner speaks " PTAH_RUNNER_PROTOCOL
     " (required)" },
   { "result", NULL, CFG_STR, "durable", 0, 0, PM_OFF(result),
-    "durable: create a PtahResultRecord through the Kubernetes API; none: the report only" },
+    "durable: create a PtahResultRecord through the Kubernetes API; log: a framed result on "
+    "stdout (the legacy transport, read from the Pod's log); none: the report only" },
   ST_COMMON_OPTS,
   { NULL },
 };
@@ -187,8 +188,8 @@ static int check_args(struct pm_ctx *c)
   if(!o->type || (strcmp(o->type, "Apply") && strcmp(o->type, "Observe")))
     return bad_arg(c, "--type must be Apply or Observe, got \"%.40s\"", o->type ? o->type : "");
   c->type = !strcmp(o->type, "Apply") ? PM_APPLY : PM_OBSERVE;
-  if(strcmp(o->result, "durable") && strcmp(o->result, "none"))
-    return bad_arg(c, "--result must be durable or none, got \"%.40s\"", o->result);
+  if(strcmp(o->result, "durable") && strcmp(o->result, "log") && strcmp(o->result, "none"))
+    return bad_arg(c, "--result must be durable, log or none, got \"%.40s\"", o->result);
   const char *t = o->history_table, *dot = strchr(t, '.');
   const char *why = fmt_pg_qualified.check(t);
   if(!dot || why)

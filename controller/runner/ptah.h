@@ -151,6 +151,14 @@ void pm_now_rfc3339(char *buf, size_t len);
 /* A monotonic clock in milliseconds (timings, deadlines). */
 long long pm_now_ms(void);
 
+/* The legacy transport (--result log): the record's content framed on stdout, last:
+ *   ptah-result-begin operation=<id> attempt=<n> job=<job>
+ *   <the PtahResultRecord as one line of JSON>
+ *   ptah-result-end sha256:<digest of that line>
+ * The termination report is the summary a reader may fall back on. */
+#define PTAH_FRAME_BEGIN "ptah-result-begin"
+#define PTAH_FRAME_END "ptah-result-end"
+void pm_record_frame(struct pm_ctx *c);
 /* The record (ptah_record.c): sets record_delivered; prints PASS or FAIL record. */
 void pm_record_deliver(struct pm_ctx *c);
 /* The delivery credential, proven before anything runs: the record this run will write is

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "json.h"
 #include "kube/kube.h"
 #include "ptah.h"
@@ -128,6 +129,24 @@ static void deliver(struct pm_ctx *c, struct kube_client *k, const cJSON *obj)
     delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
   }
   kube_status_release(&st);
+}
+
+void pm_record_frame(struct pm_ctx *c)
+{
+  cJSON *obj = build(c);
+  char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+  cJSON_Delete(obj);
+  char d[DIGEST_SHA256_LEN];
+  if(!text || digest_sha256(text, strlen(text), d)) {
+    st_fail(&c->st, false, "record", "cannot frame the result: out of memory");
+    cJSON_free(text);
+    return;
+  }
+  fflush(stdout);
+  printf("%s operation=%s attempt=%ld job=%s\n%s\n%s %s\n", PTAH_FRAME_BEGIN, c->o.operation,
+         c->o.attempt, c->o.job_name, text, PTAH_FRAME_END, d);
+  fflush(stdout);
+  cJSON_free(text);
 }
 
 static struct kube_client *client(struct pm_ctx *c, const char *id)

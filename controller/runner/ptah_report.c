@@ -141,5 +141,7 @@ int pm_finish(struct pm_ctx *c)
   char buf[RUNNER_REPORT_MAX];
   report_render(c, result, buf, sizeof(buf));
   runner_report_write(c->st.o.report, buf);
+  if(c->args_ok && !strcmp(c->o.result, "log"))
+    pm_record_frame(c); /* the last lines of the log */
   return code;
 }

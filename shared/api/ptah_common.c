@@ -46,6 +46,8 @@ const struct sch_field ptah_execution_fields[] = {
 
 const char *const ptah_operation_types[] = { "Plan", "Apply", "Observe", NULL };
 
+static const char *const ptah_result_transports[] = { "Durable", "Legacy", NULL };
+
 const struct sch_field ptah_operation_fields[] = {
   { .name = "id", .type = SCH_STRING, .format = &fmt_dns1123_label,
     .desc = "The operation id; its Job, result record and Events carry it." },
@@ -62,6 +64,10 @@ const struct sch_field ptah_operation_fields[] = {
   { .name = "templateDigest", .type = SCH_STRING, .max_len = 80,
     .desc = "The admission snapshot: the digest of the Pod template the claim dispatches "
             "(godwit.dev/template-digest on the Pod)." },
+  { .name = "resultTransport", .type = SCH_STRING, .enums = ptah_result_transports,
+    .desc = "How the operation's result travels, as recorded on its Job: Durable (a "
+            "PtahResultRecord) or Legacy (a framed result in the Pod's log, its termination "
+            "message as a checked fallback)." },
   { .name = "jobDigest", .type = SCH_STRING, .max_len = 80,
     .desc = "The digest of the whole Pod template of the dispatched Job (service account and "
             "volumes included): a Job that never started a Pod and no longer matches the spec "
