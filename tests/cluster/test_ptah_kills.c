@@ -6,6 +6,7 @@
  * uncertain (the runner was never hurt, so its result is always known).
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,4 +83,47 @@ Test(ptah_kills, a_controller_killed_at_any_instant_never_runs_a_version_twice)
                "a run whose runner was never hurt was called uncertain");
   cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "Accepted");
   cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-2-1"), "Accepted");
+}
+
+static int all_committed(void *arg)
+{
+  (void)arg;
+  /* each table commits with its history row */
+  char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_class WHERE relname IN "
+                        "('t1', 't2') AND relkind = 'r'");
+  int done = atoi(n) == 2;
+  free(n);
+  return done;
+}
+
+Test(ptah_kills, a_runner_killed_between_commit_and_its_record_is_settled_without_a_rerun)
+{
+  ptah_start(&E, &(struct e2e_opts){ .faults = true });
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){ "0001_a.sql", "CREATE TABLE t1 (id int);", "0002_b.sql",
+                                        "CREATE TABLE t2 (id int);", NULL });
+  /* the record's delivery hangs: the runner is caught after its last COMMIT */
+  cl_fault(&E.c, "{\"verb\":\"create\",\"pathRegex\":\"/ptahresultrecords$\",\"code\":503,"
+                 "\"delayMs\":8000,\"count\":1,\"dryRun\":false}");
+  e2e_apply(&E, PTAH_HEAD);
+  cr_assert(cl_eventually(60000, all_committed, NULL), "the versions were never committed");
+  e2e_sleep_ms(500);
+  pid_t pid = e2e_pod_pid(&E, "ptah.run/migration=shop");
+  cr_assert_gt(pid, 0, "no running runner");
+  cr_assert_eq(kill(-pid, SIGKILL), 0);
+  bool ok = e2e_wait_phase(&E, "shop", "Uncertain", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not Uncertain:\n%s", d);
+  free(d);
+  cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "", "a record was delivered");
+  /* alice finds both versions recorded and says so; the next run reads the history and has
+   * nothing to do */
+  ptah_acknowledge(&E, "alice", "shop-apply-1-ack", "shop-apply-1", "Applied");
+  ok = e2e_wait_cond(&E, "shop", "Ready", "True", "UpToDate", 60000);
+  d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not UpToDate after the acknowledgment:\n%s", d);
+  free(d);
+  cr_expect_eq(ptah_int(&E, "shop", "status.currentVersion"), 2);
+  assert_versions("1,2");
+  cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "UpToDate") != NULL);
 }
