@@ -279,25 +279,24 @@ static void no_result(struct pm *p, struct ptah_op *op, const struct job_view *v
     return;
   }
   if(r->verdict == OPV_REJECTED) {
-    if(r->lock_lost)
-      edit_event(&p->ed, EV_WARNING, "LeaseContinuityLost", "operation %s: %s; the result is "
-                 "discarded", op->id, r->why);
-    pm_uncertain(p, op, "its result record was rejected: %s", r->why);
+    /* a lock not held throughout is said in the uncertain run's Events (the seed records
+     * LeaseContinuityLost on a PtahSchema only) */
+    pm_uncertain(p, op, "its result was rejected: %s", r->why);
     return;
   }
-  if(!strcmp(op->type, "Apply"))
-    release_owed(p, op);
   if(v->state == JOB_FAILED && !*v->pod && v->pods_ended == 0) {
     /* no runner Pod ever ran: proven to have committed nothing */
     char refused[1024] = "";
     refusal(p, op->job, refused, sizeof(refused));
-    char msg[1600];
+    char msg[2200];
     snprintf(msg, sizeof(msg), "no runner Pod of Job %s ever ran (%s)%s%s", op->job, v->failure,
              *refused ? ": " : "", refused);
     struct run_result failed = { "Failed", msg, op->from, op->from };
     settle(p, op, &failed);
     return;
   }
+  if(!strcmp(op->type, "Apply"))
+    release_owed(p, op);
   if(v->state == JOB_ABSENT)
     pm_uncertain(p, op, "its Job %s is gone and no result record was delivered", op->job);
   else

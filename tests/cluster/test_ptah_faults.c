@@ -78,6 +78,8 @@ Test(ptah_faults, a_refused_runner_pod_is_reported_and_the_job_keeps_its_deadlin
   free(d);
   cr_expect(strstr(e2e_event_message(&E, "shop", "OperationFailed"), "ever ran") != NULL);
   cr_expect_eq(e2e_event_count(&E, "shop", "MigrationRunUncertain"), 0);
+  cr_expect_eq(e2e_event_count(&E, "shop", "TargetLockReleaseOwed"), 0,
+               "no session ever ran, so none can hold the lock");
   cr_expect_not(history_exists());
 }
 
