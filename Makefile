@@ -46,7 +46,7 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
-        bench-webhook bench-migration bench-controller fuzz demo demo-webhook \
+        bench-webhook bench-migration bench-controller bench-ptah fuzz demo demo-ptah demo-webhook \
         certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
@@ -172,12 +172,17 @@ test-asan: deps
 	  CLUSTER_JOBS=1 test-unit test-integration test-cluster
 
 # The README's main job must keep working: the demo runs and checks itself (same rows on both
-# sides, the refused apply); its output goes to $(BUILD)/demo.log, shown when it fails.
+# sides, the refused apply); its output goes to $(BUILD)/demo.log, shown when it fails. The Ptah
+# demo likewise (Ready, the uncertain run settled by alice's acknowledgment, each version once),
+# into $(BUILD)/ptah-demo.log.
 test-demo: all
 	@tests/demo/migration-demo.sh $(BUILD) >$(BUILD)/demo.log 2>&1 || \
 	  { tail -n 60 $(BUILD)/demo.log; echo "make test-demo: the demo failed (whole log: $(BUILD)/demo.log)"; exit 1; }
 	@echo "the demo ran (its output: $(BUILD)/demo.log)"
 	@tests/demo/demo-fails-fast.sh $(BUILD)
+	@tests/demo/ptah-demo.sh $(BUILD) >$(BUILD)/ptah-demo.log 2>&1 || \
+	  { tail -n 60 $(BUILD)/ptah-demo.log; echo "make test-demo: the Ptah demo failed (whole log: $(BUILD)/ptah-demo.log)"; exit 1; }
+	@echo "the Ptah demo ran (its output: $(BUILD)/ptah-demo.log)"
 
 # The alerts of manifests/prometheusrule.yaml, with promtool (tests/monitoring).
 test-rules:
@@ -223,7 +228,7 @@ $(BUILD)/godwit-bench-probe: $(call obj,bench/migration/probe.c) $(SHARED_LIB)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # make bench: every benchmark, one after the other (bench-webhook about 3 minutes,
-# bench-migration about 2 at its default size, bench-controller about 2;
+# bench-migration about 2 at its default size, bench-controller about 2, bench-ptah about 1;
 # docs/operations/benchmarks.md).
 bench: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler \
@@ -231,6 +236,7 @@ bench: deps
 	bench/webhook/run.sh $(BUILD)
 	bench/migration/run.sh $(BUILD)
 	bench/controller/run.sh $(BUILD)
+	bench/ptah/run.sh $(BUILD)
 
 # The controller at scale: 500 dry-run Migrations at once, then 5,000 cached objects.
 bench-controller: deps
@@ -244,6 +250,11 @@ bench-webhook: deps
 bench-migration: deps
 	$(MAKE) all $(BUILD)/godwit-bench-probe
 	bench/migration/run.sh $(BUILD)
+
+# 200 versions by a PtahMigration and by godwit-runner alone, against psql -1 -f per file.
+bench-ptah: deps
+	$(MAKE) all
+	bench/ptah/run.sh $(BUILD)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,
 # every object instrumented (SAN=-fsanitize=fuzzer-no-link,...); the arena is replaced by
@@ -267,6 +278,12 @@ fuzz: deps
 demo: deps
 	$(MAKE) all
 	tests/demo/migration-demo.sh $(BUILD)
+
+# A PtahMigration from apply to Ready, then a run killed mid-version settled by an approver's
+# acknowledgment (kubectl --context alice), on the local cluster with one PostgreSQL server.
+demo-ptah: deps
+	$(MAKE) all
+	tests/demo/ptah-demo.sh $(BUILD)
 
 # The webhook alone: every sample defaulted, admitted or refused over HTTPS.
 demo-webhook: deps
