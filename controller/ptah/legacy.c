@@ -91,7 +91,7 @@ static enum op_verdict summary(const struct ptah_op *op, const struct job_view *
     if(cJSON_IsNumber(json_get(r, nums[i])))
       cJSON_AddNumberToObject(res, nums[i], json_get(r, nums[i])->valuedouble);
   cJSON_AddBoolToObject(res, "lockContinuous", json_get_bool(r, "lockContinuous", false));
-  if(!json_get_bool(r, "lockContinuous", false)) {
+  if(!json_get_bool(r, "lockContinuous", false) && strcmp(json_get_str(r, "outcome"), "Failed")) {
     cJSON_Delete(rec);
     out->summary_refused = true;
     snprintf(out->why, sizeof(out->why), "the summary does not say the lock was held throughout");
@@ -137,7 +137,8 @@ enum op_verdict op_legacy_read(struct rec_ctx *c, const struct ptah_op *op,
                 cJSON_IsNumber(att) && (int)att->valuedouble == op->attempt;
     if(ours) {
       out->rec = rec;
-      if(!strcmp(op->type, "Apply") &&
+      const char *outcome = json_get_str(rec, "spec.result.outcome");
+      if(!strcmp(op->type, "Apply") && !(outcome && !strcmp(outcome, "Failed")) &&
          !json_get_bool(rec, "spec.result.lockContinuous", false)) {
         out->lock_lost = true;
         snprintf(out->why, sizeof(out->why), "the runner did not hold the database lock "

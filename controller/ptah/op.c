@@ -263,7 +263,10 @@ enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, con
     memmove(out->why, out->why + 1, strlen(out->why));
     return out->verdict = timeout ? OPV_TIMEOUT : OPV_ERROR;
   }
-  if(!out->why[0] && !strcmp(op->type, "Apply") &&
+  /* a run that says it committed nothing needs no lock to be believed (it may never have got
+   * it); any other says what the database holds, which only the lock's holder can */
+  const char *outcome = json_get_str(out->rec, "spec.result.outcome");
+  if(!out->why[0] && !strcmp(op->type, "Apply") && !(outcome && !strcmp(outcome, "Failed")) &&
      !json_get_bool(out->rec, "spec.result.lockContinuous", false)) {
     snprintf(out->why, sizeof(out->why), "the runner did not hold the database lock throughout "
              "the run (result.lockContinuous is not true), so what it reports is not proof");

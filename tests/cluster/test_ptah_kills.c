@@ -8,6 +8,10 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,4 +130,61 @@ Test(ptah_kills, a_runner_killed_between_commit_and_its_record_is_settled_withou
   cr_expect_eq(ptah_int(&E, "shop", "status.currentVersion"), 2);
   assert_versions("1,2");
   cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "UpToDate") != NULL);
+}
+
+static int waiting_for_lock(void *arg)
+{
+  (void)arg;
+  char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE "
+                        "application_name = 'godwit-ptah-shop-apply-1'");
+  int found = atoi(n) > 0;
+  free(n);
+  return found;
+}
+
+Test(ptah_kills, a_runner_killed_before_it_began_is_uncertain_and_the_next_run_applies_once)
+{
+  ptah_start(&E, NULL);
+  /* another session holds the migration lock: the runner waits before its first BEGIN */
+  char uri[256];
+  pgfx_super_uri(&E.dst, uri, sizeof(uri), "shop");
+  pid_t holder = fork();
+  cr_assert(holder >= 0);
+  if(!holder) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_WRONLY);
+    if(null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execlp("psql", "psql", "-X", "-q", uri, "-c",
+           "SELECT pg_advisory_lock(1886675304, hashtext('public.ptah_migrations'))", "-c",
+           "SELECT pg_sleep(120)", (char *)NULL);
+    _exit(127);
+  }
+  ptah_configmap(&E, "shop-migrations",
+                 (const char *const[]){ "0001_a.sql", "CREATE TABLE t1 (id int);", "0002_b.sql",
+                                        "CREATE TABLE t2 (id int);", NULL });
+  e2e_apply(&E, PTAH_HEAD);
+  cr_assert(cl_eventually(60000, waiting_for_lock, NULL), "the runner never connected");
+  e2e_sleep_ms(500);
+  pid_t pid = e2e_pod_pid(&E, "ptah.run/migration=shop");
+  cr_assert_gt(pid, 0, "no running runner");
+  cr_assert_eq(kill(-pid, SIGKILL), 0);
+  bool ok = e2e_wait_phase(&E, "shop", "Uncertain", 60000);
+  cr_assert(ok, "not Uncertain: the controller cannot know the runner had not begun");
+  /* the holder ends (its server session too: a killed psql would leave it sleeping) */
+  pgfx_exec(&E.dst, "shop", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+            "query LIKE '%%pg_sleep(120)%%' AND pid <> pg_backend_pid()");
+  waitpid(holder, NULL, 0);
+  char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_class WHERE relname IN "
+                        "('t1', 't2', 'ptah_migrations')");
+  cr_expect_str_eq(n, "0", "the runner did something before it was killed");
+  free(n);
+  ptah_acknowledge(&E, "alice", "shop-apply-1-ack", "shop-apply-1", "NotApplied");
+  ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 60000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(ok, "not applied after the acknowledgment:\n%s", d);
+  free(d);
+  assert_versions("1,2");
 }
