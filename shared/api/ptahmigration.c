@@ -281,7 +281,7 @@ static const struct printer_column columns[] = {
   { 0 }
 };
 
-static const char *const short_names[] = { "pmig", NULL };
+static const char *const short_names[] = { "ptahmig", NULL };
 static const char *const categories[] = { "ptah", NULL };
 
 const struct api_kind api_ptahmigration = {
