@@ -40,29 +40,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pg_up() {
-  local dir=$1 port
-  for _ in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + RANDOM % 30000))
-    port_free "$port" || continue
-    rm -rf "$dir"
-    if PG_MAX_CONNECTIONS=400 "$ROOT/tests/pg/pgserver.sh" start "$dir" "$port" >/dev/null \
-      2>"$work/pg.err"; then
-      echo "$port"
-      return 0
-    fi
-  done
-  cat "$work/pg.err" >&2
-  return 1
-}
-sql() {
-  local dir=$1 port=$2 db=$3
-  shift 3
-  PGOPTIONS='-c client_min_messages=warning' psql -X -q -v ON_ERROR_STOP=1 -h "$dir/sock" \
-    -p "$port" -U postgres -d "$db" "$@"
-}
-now() { echo "$EPOCHREALTIME"; }
+# shared: now, port_free, bench_pg_up, bench_psql
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+pg_up() { PG_MAX_CONNECTIONS=400 bench_pg_up "$@"; }
+sql() { bench_psql "$@"; }
 requests() {
   curl -sf "http://127.0.0.1:$ctl_port/metrics" |
     awk '/^godwit_kube_requests_total\{/ { n += $2 } END { print n + 0 }'

@@ -81,33 +81,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { echo "$EPOCHREALTIME"; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", b - a }'; }
-
-# ---- PostgreSQL: two servers on free loopback ports (tests/pg/pgserver.sh: initdb, pg_ctl;
-# as root under the system user godwit-pg; fsync off on both)
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pg_up() {
-  local dir=$1 port
-  for _ in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + RANDOM % 30000))
-    port_free "$port" || continue
-    rm -rf "$dir"
-    if "$ROOT/tests/pg/pgserver.sh" start "$dir" "$port" >/dev/null 2>"$work/pg.err"; then
-      echo "$port"
-      return 0
-    fi
-    "$ROOT/tests/pg/pgserver.sh" stop "$dir" >/dev/null 2>&1 || true
-  done
-  cat "$work/pg.err" >&2
-  return 1
-}
+# shared: now, secs, median, port_free, bench_pg_up, bench_psql
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+# ---- PostgreSQL: two servers on free loopback ports
+pg_up() { bench_pg_up "$@"; }
 # sql DIR PORT DB [psql args...]: as the superuser over the server's unix socket
-sql() {
-  local dir=$1 port=$2 db=$3
-  shift 3
-  PGOPTIONS='-c client_min_messages=warning' psql -X -q -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres -d "$db" "$@"
-}
+sql() { bench_psql "$@"; }
 src_sql() { sql "$work/src" "$src_port" "$@"; }
 dst_sql() { sql "$work/dst" "$dst_port" "$@"; }
 
@@ -395,7 +375,6 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 bare_med=$(median "$work/bare.times")
 op_med=$(median "$work/op.times")
 ratio=$(awk -v a="$op_med" -v b="$bare_med" 'BEGIN { printf "%.3f", a / b }')

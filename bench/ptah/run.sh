@@ -89,35 +89,21 @@ trap 'exit 130' INT TERM
 watchdog=$!
 disown "$watchdog" # its end (SIGKILL from cleanup) is no job to report
 
-now() { echo "$EPOCHREALTIME"; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", b - a }'; }
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shared: now, secs, median, port_free, bench_pg_up, bench_psql
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 list() { tr '\n' ' ' <"$1" | sed 's/ $//'; }
 
-# ---- PostgreSQL 15 on a free loopback port (tests/pg/pgserver.sh: initdb, pg_ctl, fsync off)
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# ---- PostgreSQL 15 on a free loopback port
 start_pg() {
-  local p
-  for _ in 1 2 3 4 5 6 7 8; do
-    p=$((20000 + RANDOM % 30000))
-    port_free "$p" || continue
-    rm -rf "$work/pg"
-    pg_up=1
-    if "$ROOT/tests/pg/pgserver.sh" start "$work/pg" "$p" >/dev/null 2>"$work/pg.err"; then
-      port=$p
-      return 0
-    fi
-    "$ROOT/tests/pg/pgserver.sh" stop "$work/pg" >/dev/null 2>&1 || true
-  done
-  cat "$work/pg.err" >&2
-  return 1
+  pg_up=1
+  port=$(bench_pg_up "$work/pg")
 }
 # sql DB [psql args...]: as the superuser over the server's unix socket
 sql() {
   local db=$1
   shift
-  PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -h "$work/pg/sock" \
-    -p "$port" -U postgres -d "$db" "$@"
+  bench_psql "$work/pg" "$port" "$db" -At "$@"
 }
 # fresh_db NAME: an empty database owned by the application role; prints its URI over TCP
 # without the password (psql gets it in PGPASSWORD, the runner in the URI: uri_pw)
@@ -344,17 +330,17 @@ done
 # lines (2 stored, 3 job, 4 running, 5 done, 6 record, 7 ready, 8 returned; 1 is the apply)
 split_median() {
   awk -v a="$2" -v b="$3" '{ x = (a == 1 ? 0 : $(a)); y = $(b); if (x != "-" && y != "-") print y - x }' "$1" >"$work/split.tmp"
-  if [ -s "$work/split.tmp" ]; then median "$work/split.tmp" | awk '{ printf "%.3f\n", $1 }'; else echo "-"; fi
+  if [ -s "$work/split.tmp" ]; then median "$work/split.tmp" 3 | awk '{ printf "%.3f\n", $1 }'; else echo "-"; fi
 }
 # split_row TEXT A B: a line of the table of where the time goes, both PtahMigrations
 split_row() {
   printf '    %-84s %8s %8s\n' "$1" "$(split_median "$work/split.op" "$2" "$3")" \
     "$(split_median "$work/split.uptodate" "$2" "$3")"
 }
-base_med=$(median "$work/base.times")
-runner_med=$(median "$work/runner.times")
-op_med=$(median "$work/op.times")
-up_med=$(median "$work/uptodate.times")
+base_med=$(median "$work/base.times" 3)
+runner_med=$(median "$work/runner.times" 3)
+op_med=$(median "$work/op.times" 3)
+up_med=$(median "$work/uptodate.times" 3)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 verdict() { awk -v r="$1" -v g="$GOAL" 'BEGIN { print (r <= g ? "met" : "MISSED") }'; }
 r_runner=$(ratio "$runner_med" "$base_med")
@@ -362,10 +348,10 @@ r_op=$(ratio "$op_med" "$base_med")
 rt_med=$(split_median "$work/split.op" 6 7)
 echo
 echo "medians of $runs rounds ($versions versions):"
-echo "  baseline, psql -1 -f per file:        $base_med s  (rounds: $(list "$work/base.times"); a psql start and login alone: $(median "$work/psql1.times") ms)"
-echo "  reference, the files in one psql session, a transaction each: $(median "$work/one.times") s  (rounds: $(list "$work/one.times"))"
-echo "  godwit-runner ptah-migrate alone:     $runner_med s  (rounds: $(list "$work/runner.times"); in the versions' statements: $(median "$work/runner_files.times") s)"
-echo "  PtahMigration, apply to Ready:        $op_med s  (rounds: $(list "$work/op.times"); in the versions' statements: $(median "$work/op_files.times") s)"
+echo "  baseline, psql -1 -f per file:        $base_med s  (rounds: $(list "$work/base.times"); a psql start and login alone: $(median "$work/psql1.times" 3) ms)"
+echo "  reference, the files in one psql session, a transaction each: $(median "$work/one.times" 3) s  (rounds: $(list "$work/one.times"))"
+echo "  godwit-runner ptah-migrate alone:     $runner_med s  (rounds: $(list "$work/runner.times"); in the versions' statements: $(median "$work/runner_files.times" 3) s)"
+echo "  PtahMigration, apply to Ready:        $op_med s  (rounds: $(list "$work/op.times"); in the versions' statements: $(median "$work/op_files.times" 3) s)"
 echo "  PtahMigration with nothing new:       $up_med s  (rounds: $(list "$work/uptodate.times"))"
 echo "  where a PtahMigration's time goes (medians over the rounds, from kubectl watches; s):"
 printf '    %-84s %8s %8s\n' "" "$versions new" "UpToDate"
