@@ -100,6 +100,14 @@ void edit_cond(struct status_edit *ed, const char *type, const char *status, con
     ed->oom = true;
 }
 
+const struct edit_cond *edit_queued_cond(const struct status_edit *ed, const char *type)
+{
+  for(size_t i = 0; i < ed->nconds; i++)
+    if(!strcmp(ed->conds[i].type, type))
+      return ed->conds[i].remove ? NULL : &ed->conds[i];
+  return NULL;
+}
+
 void edit_cond_remove(struct status_edit *ed, const char *type)
 {
   struct edit_cond *c = cond_slot(ed, type);

@@ -105,6 +105,8 @@ void edit_set_str(struct status_edit *ed, const char *path, const char *v);
 void edit_set_bool(struct status_edit *ed, const char *path, bool v);
 void edit_set_now(struct status_edit *ed, const char *path);
 void edit_unset(struct status_edit *ed, const char *path);
+/* The condition queued for type in this reconcile, or NULL (none, or a removal). */
+const struct edit_cond *edit_queued_cond(const struct status_edit *ed, const char *type);
 /* The value queued for status.<path> in this reconcile, or NULL (none, or a removal). */
 const cJSON *edit_queued(const struct status_edit *ed, const char *path);
 

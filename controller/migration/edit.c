@@ -77,8 +77,40 @@ void mig_complete(struct mig *m, const char *reason, const char *fmt, ...)
   free(msg);
 }
 
+/* Ready, for readers that know no Migration (kstatus, Flux's wait, Argo CD health, kubectl
+ * wait): True once the Migration completed, False with the phase (or the failure's reason)
+ * until then. Derived from what this reconcile decided, so it is written with it. */
+static void ready(struct mig *m)
+{
+  int phase = m->ed.phase != PHASE_NONE ? m->ed.phase : (int)m->phase;
+  if(phase == PHASE_NONE)
+    return;
+  const struct edit_cond *q;
+  const cJSON *c;
+  if(phase == MP_COMPLETED) {
+    q = edit_queued_cond(&m->ed, C_COMPLETE);
+    c = cond_find(m->obj, C_COMPLETE);
+    edit_cond(&m->ed, C_READY, COND_TRUE, q ? q->reason : cond_reason(m->obj, C_COMPLETE) ?
+              cond_reason(m->obj, C_COMPLETE) : "MigrationSucceeded", "%s",
+              q && q->message ? q->message : json_get_str(c, "message") ?
+              json_get_str(c, "message") : "the migration completed");
+  } else if(phase == MP_FAILED) {
+    q = edit_queued_cond(&m->ed, C_FAILED);
+    c = cond_find(m->obj, C_FAILED);
+    edit_cond(&m->ed, C_READY, COND_FALSE, q ? q->reason : cond_reason(m->obj, C_FAILED) ?
+              cond_reason(m->obj, C_FAILED) : "MigrationFailed", "%s",
+              q && q->message ? q->message : json_get_str(c, "message") ?
+              json_get_str(c, "message") : "the migration failed");
+  } else {
+    const char *name = mig_phase_name((enum mig_phase)phase);
+    edit_cond(&m->ed, C_READY, COND_FALSE, name, "the migration is %s%s", name,
+              phase == MP_CUTOVER_PENDING ? ": it waits for the cutover (spec.cutover)" : "");
+  }
+}
+
 gw_rc mig_commit(struct mig *m)
 {
+  ready(m);
   gw_rc rc = edit_commit(&m->ed, m->ctx, &m->obj);
   if(!rc)
     m->phase = mig_phase_parse(json_get_str(m->obj, "status.phase"));

@@ -79,6 +79,7 @@ enum mig_phase mig_phase_parse(const char *s);
 #define C_VERIFIED "Verified"
 #define C_COMPLETE "Complete"
 #define C_FAILED "Failed"
+#define C_READY "Ready" /* derived at each write: kstatus, Flux, Argo CD, kubectl wait */
 
 /* Where things are mounted: not /work, which a machine may already use (this project's own
  * test machines keep the repository there, and a bind mount would hide it). */

@@ -75,6 +75,12 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   char *d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   cr_assert_str_eq(e2e_phase(&E, "shop"), "Completed");
+  /* Ready for readers that know no Migration (kstatus, Flux, Argo CD, kubectl wait) */
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "Ready"), "MigrationSucceeded");
+  char *wout = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &wout, "wait --for=condition=Ready migration/shop --timeout=10s"),
+               0, "kubectl wait: %s", wout);
+  free(wout);
   cr_assert(e2e_phases_saw(&ph, "Pending"), "phases: %s", e2e_phases_list(&ph));
   cr_assert(e2e_phases_saw(&ph, "Validating"), "phases: %s", e2e_phases_list(&ph));
   cr_assert(e2e_phases_saw(&ph, "Cloning"), "phases: %s", e2e_phases_list(&ph));

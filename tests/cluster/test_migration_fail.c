@@ -178,6 +178,8 @@ Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
   cr_assert_eq(e2e_event_count(&E, "perm", "PermissionDenied"), 1, "%s", d);
   cr_assert_str_eq(e2e_cond_reason(&E, "perm", "CloneCompleted"), "CloneFailed");
   cr_assert_str_eq(e2e_phase(&E, "perm"), "Failed");
+  cr_assert(e2e_wait_cond(&E, "perm", "Ready", "False", "PermissionDenied", 5000),
+            "Ready does not carry the failure's reason:\n%s", d);
   cr_assert_null(strstr(d, E2E_SRC_PW));
   cr_assert_null(strstr(d, E2E_DST_PW));
   free(d);
