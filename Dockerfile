@@ -12,12 +12,28 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# The build context carries no .git: the commit and its date come in as build arguments
+#   docker build --build-arg GODWIT_COMMIT=$(git rev-parse --short=12 HEAD) \
+#     --build-arg GODWIT_BUILD_DATE=$(date -u -d @$(git log -1 --format=%ct) +%FT%TZ) .
+ARG GODWIT_COMMIT=unknown
+ARG GODWIT_BUILD_DATE=unknown
 # `make clean` first: a build/ directory copied from the host must not pass for up to date.
-RUN make clean && make -j"$(nproc)" build/godwit-webhook build/godwit-controller build/godwit-certs \
-      build/godwit-runner
+RUN make clean && make -j"$(nproc)" GODWIT_COMMIT="$GODWIT_COMMIT" \
+      GODWIT_BUILD_DATE="$GODWIT_BUILD_DATE" build/godwit-webhook build/godwit-controller \
+      build/godwit-certs build/godwit-runner
 
 # --- runtime: the shared libraries, plus pgcopydb and the PostgreSQL 15 client for the runner --
 FROM debian:12-slim
+ARG GODWIT_VERSION=0.1.0-dev
+ARG GODWIT_COMMIT=unknown
+ARG GODWIT_BUILD_DATE=unknown
+LABEL org.opencontainers.image.title="godwit" \
+      org.opencontainers.image.description="Kubernetes admission and conversion webhook and controller for PostgreSQL migrations (pgcopydb), schema changes (Ptah) and pod migrations (PodMotion)" \
+      org.opencontainers.image.version="$GODWIT_VERSION" \
+      org.opencontainers.image.revision="$GODWIT_COMMIT" \
+      org.opencontainers.image.created="$GODWIT_BUILD_DATE" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/godwit-dev/godwit"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12 libgnutls30 libcjson1 libcurl4 libpq5 libyaml-0-2 libssl3 \

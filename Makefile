@@ -34,6 +34,14 @@ PG_SRC := $(sort $(wildcard tests/pg/*.c))
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
+# What the binaries say they are (--version, the startup log line, godwit_build_info): the
+# release in VERSION, the commit, and the commit's date (a rebuild of one commit says the same).
+# An image build without .git passes GODWIT_COMMIT and GODWIT_BUILD_DATE (Dockerfile).
+GODWIT_VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GODWIT_COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+GODWIT_BUILD_DATE ?= $(shell date -u -d "@$$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
+                       +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 SHARED_OBJ  := $(call obj,$(SHARED_SRC))
 # Programs link the shared code as an archive, so each takes only the modules it uses (the
@@ -55,6 +63,17 @@ $(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook -Icontroller -Itests/localcluster/ap
   -Itests/cluster -Itests/controller -Itests/localcluster/tests
 $(BUILD)/obj/manifests/%.o: CFLAGS += -Imanifests/gen
 
+
+# Rewritten only when a value changes, so a new commit rebuilds version.o and relinks, no more.
+$(BUILD)/gen/version_gen.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define GODWIT_VERSION "%s"\n#define GODWIT_COMMIT "%s"\n#define GODWIT_BUILD_DATE "%s"\n' \
+	  '$(GODWIT_VERSION)' '$(GODWIT_COMMIT)' '$(GODWIT_BUILD_DATE)' >$@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/shared/version.o: $(BUILD)/gen/version_gen.h
+$(BUILD)/obj/shared/version.o: CFLAGS += -I$(BUILD)/gen
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

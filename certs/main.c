@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "version.h"
 #include "certgen.h"
 #include "config.h"
 
@@ -82,6 +83,8 @@ static gw_rc to_opts(const struct certs_config *c, struct certgen_opts *o, char 
 
 int main(int argc, char **argv)
 {
+  if(gw_version_asked(argc, argv, "godwit-certs"))
+    return 0;
   struct certs_config cfg = { 0 };
   struct certgen_opts o;
   struct certgen_result res = { 0 };

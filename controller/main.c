@@ -16,6 +16,7 @@
 #include "migration/migration.h"
 #include "pgpool.h"
 #include "ptah/ptah.h"
+#include "version.h"
 
 #define CONTROLLER_PG_SESSIONS 64   /* idle sessions kept at most (least recently used go) */
 #define CONTROLLER_PG_IDLE_MS 60000 /* an idle session closes after a minute */
@@ -231,7 +232,8 @@ static int run(const struct controller_config *c, const char *identity)
     snprintf(port, sizeof(port), "%d", mgr_metrics_port(m));
     write_port(c->port_file, mgr_metrics_port(m));
     log_kv(LOG_INFO, "serving", "metricsPort", port, "identity", identity, "leaderElection",
-           c->leader_elect ? "true" : "false", LOG_END);
+           c->leader_elect ? "true" : "false", "version", gw_version(), "commit", gw_commit(),
+           "buildDate", gw_build_date(), LOG_END);
     gw_rc rc = mgr_run(m, &stopping);
     if(rc == GW_EDENIED)
       code = 1; /* leadership lost: exit so a fresh process starts as a standby */

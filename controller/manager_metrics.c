@@ -3,6 +3,7 @@
  * series for every controller, as the exposition format requires. */
 #include <stdio.h>
 
+#include "version.h"
 #include "leader.h"
 #include "manager_int.h"
 
@@ -194,7 +195,7 @@ gw_rc mgr_render_metrics(struct mgr *m, struct strbuf *sb)
     { "godwit_workqueue_longest_running_processor_seconds", "gauge",
       "How long the oldest key being processed has been held.", s_longest },
   };
-  gw_rc rc = GW_OK;
+  gw_rc rc = gw_version_metric(sb);
   for(size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !rc; i++)
     rc = per_ctrl(m, sb, rows[i].name, rows[i].type, rows[i].help, rows[i].fn);
   if(!rc)

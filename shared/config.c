@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "version.h"
 
 static gw_rc set(const struct cfg_opt *o, void *cfg, const char *val, char *err, size_t errlen)
 {
@@ -132,6 +133,8 @@ void cfg_usage(FILE *out, const char *prog, const char *summary, const struct cf
 int cfg_main(const struct cfg_opt *opts, void *cfg, int argc, char **argv, const char *prog,
              const char *summary)
 {
+  if(gw_version_asked(argc, argv, prog))
+    return 0;
   char err[512];
   gw_rc rc = cfg_parse(opts, cfg, argc, argv, err, sizeof(err));
   if(rc == GW_ENOTFOUND) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "version.h"
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
@@ -127,7 +128,8 @@ static int serve(const struct webhook_config *c)
       fclose(f);
     }
   }
-  log_kv(LOG_INFO, "serving", "port", port, "bind", c->bind, LOG_END);
+  log_kv(LOG_INFO, "serving", "port", port, "bind", c->bind, "version", gw_version(), "commit",
+         gw_commit(), "buildDate", gw_build_date(), LOG_END);
   struct timespec tick = { c->reload_interval_ms / 1000, (c->reload_interval_ms % 1000) * 1000000L };
   while(!stopping) {
     nanosleep(&tick, NULL);

@@ -1,3 +1,4 @@
+#include "version.h"
 #include "metrics.h"
 
 #include <stdatomic.h>
@@ -132,7 +133,9 @@ static gw_rc render_requests(struct strbuf *sb)
 
 gw_rc metrics_render(struct strbuf *sb, const struct metrics_gauges *g)
 {
-  gw_rc rc = render_requests(sb);
+  gw_rc rc = gw_version_metric(sb);
+  if(!rc)
+    rc = render_requests(sb);
   if(!rc)
     rc = strbuf_adds(sb, "# HELP godwit_webhook_http_refusals_total Requests refused before "
                          "admission: malformed, too large, wrong method or content type.\n"

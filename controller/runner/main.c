@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "version.h"
 #include "preflight.h"
 #include "ptah.h"
+#include "schema.h"
 #include "step.h"
 
 static const struct {
@@ -23,6 +25,7 @@ static const struct {
   { "cleanup", cleanup_main, "drop the replication slot, publication, origin and sentinel" },
   { "reown", reown_main, "hand the migration role's objects over to the owner after restore" },
   { "ptah-migrate", ptah_migrate_main, "apply a PtahMigration's versions, or read its version" },
+  { "ptah-plan", ptah_plan_main, "compute the DDL taking a database to a PtahSchema (read-only)" },
 };
 
 static void usage(FILE *out)
@@ -35,6 +38,8 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+  if(argc == 2 && gw_version_asked(argc, argv, "godwit-runner"))
+    return 0;
   if(argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;

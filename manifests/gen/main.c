@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "version.h"
 #include "gen.h"
 #include "yamlemit.h"
 
@@ -71,6 +72,8 @@ static int docs(const char *dir)
 
 int main(int argc, char **argv)
 {
+  if(gw_version_asked(argc, argv, "godwit-gen"))
+    return 0;
   if(argc != 3 || (strcmp(argv[1], "crds") && strcmp(argv[1], "docs"))) {
     fprintf(stderr, "usage: godwit-gen crds|docs DIR\n");
     return 2;

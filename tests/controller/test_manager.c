@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "version.h"
 #include "json.h"
 #include "ktime.h"
 #include "mgrtest.h"
@@ -465,6 +466,10 @@ Test(ctrl_manager, retryable_errors_back_off_then_succeed)
   expect_metric(r.m, "godwit_controller_reconcile_total{controller=\"retry\","
                      "kind=\"ConfigMap\",result=\"error\"}", 4);
   expect_metric(r.m, "godwit_workqueue_retries_total{name=\"retry\"}", 4);
+  char build[256];
+  snprintf(build, sizeof(build), "godwit_build_info{version=\"%s\",commit=\"%s\","
+           "build_date=\"%s\"}", gw_version(), gw_commit(), gw_build_date());
+  expect_metric(r.m, build, 1);
   cr_assert(mt_wait(5000, forgotten, ctrl_queue(c)), "success forgets the backoff");
   mt_mgr_stop(&r);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "version.h"
 #include "harness.h"
 #include "json.h"
 
@@ -134,6 +135,10 @@ Test(admission, foreign_kinds_pass_untouched_and_are_counted, .init = up, .fini 
   cr_assert(strstr(m.body, "godwit_webhook_requests_total{endpoint=\"validate\",kind=\"other\","
                            "operation=\"CREATE\",verdict=\"ignored\"} 1"),
             "%s", m.body);
+  char build[256];
+  snprintf(build, sizeof(build), "godwit_build_info{version=\"%s\",commit=\"%s\","
+           "build_date=\"%s\"} 1\n", gw_version(), gw_commit(), gw_build_date());
+  cr_assert(strstr(m.body, build), "no %s in:\n%s", build, m.body);
   wh_reply_free(&m);
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "version.h"
 #include "api/api.h"
 #include "config.h"
 #include "json.h"
@@ -263,6 +264,8 @@ static cJSON *stored_form(const struct admit_config *c, const cJSON *doc)
 
 int main(int argc, char **argv)
 {
+  if(gw_version_asked(argc, argv, "godwit-admit"))
+    return 0;
   struct admit_config c;
   char err[256];
   gw_rc rc = cfg_parse(options, &c, argc, argv, err, sizeof(err));

@@ -1,10 +1,13 @@
 /* godwit-yaml2json FILE...: prints each YAML document as one JSON line (for tests and demos). */
 #include <stdio.h>
 
+#include "version.h"
 #include "yamldoc.h"
 
 int main(int argc, char **argv)
 {
+  if(gw_version_asked(argc, argv, "godwit-yaml2json"))
+    return 0;
   if(argc < 2) {
     fprintf(stderr, "usage: godwit-yaml2json FILE...\n");
     return 2;
