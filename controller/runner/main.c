@@ -5,11 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "version.h"
 #include "preflight.h"
 #include "ptah.h"
-#include "schema.h"
 #include "step.h"
+#include "version.h"
 
 static const struct {
   const char *name;
@@ -25,7 +24,6 @@ static const struct {
   { "cleanup", cleanup_main, "drop the replication slot, publication, origin and sentinel" },
   { "reown", reown_main, "hand the migration role's objects over to the owner after restore" },
   { "ptah-migrate", ptah_migrate_main, "apply a PtahMigration's versions, or read its version" },
-  { "ptah-plan", ptah_plan_main, "compute the DDL taking a database to a PtahSchema (read-only)" },
 };
 
 static void usage(FILE *out)
