@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -746,3 +747,29 @@ double e2e_metric_sum(const char *text, const char *prefix)
   return sum;
 }
 
+int e2e_plugin(struct e2e *e, const char *user, char **out, const char *fmt, ...)
+{
+  char args[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof(args), fmt, ap);
+  va_end(ap);
+  char dir[PATH_MAX];
+  cr_assert_not_null(realpath("plugin", dir), "run the suite from the repository's root");
+  char cmd[8192];
+  /* kubectl refuses flags before a plugin's name: they go after it */
+  snprintf(cmd, sizeof(cmd), "PATH='%s':\"$PATH\" kubectl godwit --kubeconfig '%s' --context '%s' "
+           "--cache-dir '%s' %s >'%s' 2>&1", dir, e->c.kubeconfig, user,
+           cl_path(&e->c, "kubecache"), args, cl_path(&e->c, "plugin.out"));
+  int st = system(cmd);
+  if(out) {
+    FILE *f = fopen(cl_path(&e->c, "plugin.out"), "r");
+    char buf[8192] = "";
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    buf[n] = '\0';
+    if(f)
+      fclose(f);
+    *out = strdup(buf);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

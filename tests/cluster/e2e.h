@@ -101,6 +101,11 @@ void e2e_apply(struct e2e *e, const char *fmt, ...) __attribute__((format(printf
 int e2e_kubectl(struct e2e *e, char **out, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
+/* `kubectl godwit ARGS` (plugin/kubectl-godwit on PATH) as user; its exit code, output in *out
+ * (malloc'd; may be NULL). */
+int e2e_plugin(struct e2e *e, const char *user, char **out, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
 /* The Migration from the API (cJSON_Delete it), or NULL. */
 cJSON *e2e_get(struct e2e *e, const char *name);
 const char *e2e_phase(struct e2e *e, const char *name); /* thread-local buffer */

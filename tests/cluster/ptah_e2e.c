@@ -142,3 +142,4 @@ const char *ptah_unresolved_annotation(struct e2e *e, const char *name)
   cJSON_Delete(o);
   return buf;
 }
+

@@ -203,15 +203,13 @@ static bool wait_job(const char *name, const char *job, int timeout_ms)
   return false;
 }
 
-/* Approves the cutover with the real kubectl, as a person would. */
+/* Approves the cutover with the real kubectl and the godwit plugin, as a person would. */
 static void approve(const char *name)
 {
   char *out = NULL;
-  int rc = e2e_kubectl(&E, &out,
-                       "patch migration %s --type merge -p "
-                       "'{\"spec\":{\"cutover\":{\"approved\":true}}}'",
-                       name);
-  cr_assert_eq(rc, 0, "kubectl patch failed: %s", out);
+  int rc = e2e_plugin(&E, "admin", &out, "cutover migration %s", name);
+  cr_assert_eq(rc, 0, "kubectl godwit cutover failed: %s", out);
+  cr_assert(strstr(out, "cutover approved by admin"), "%s", out);
   free(out);
 }
 

@@ -147,7 +147,13 @@ Test(ptah_faults, a_lock_left_by_a_dead_runner_is_released_by_the_next_run)
   free(n);
   pgfx_exec(&E.dst, "shop", "CREATE TABLE marker ()");
   long long t0 = e2e_mono_ms();
-  ptah_acknowledge(&E, "alice", "shop-apply-1-ack", "shop-apply-1", "Partial");
+  /* alice settles it with the kubectl plugin, which names the recorded run itself */
+  char *out = NULL;
+  int rc = e2e_plugin(&E, "alice", &out, "acknowledge ptahmigration shop --outcome Partial "
+                       "--comment 'version 1 is recorded, version 2 is not'");
+  cr_assert_eq(rc, 0, "kubectl godwit acknowledge: %s", out);
+  cr_expect(strstr(out, "alice states that shop-apply-1 Partial") != NULL, "%s", out);
+  free(out);
   ok = e2e_wait_cond(&E, "shop", "Ready", "True", "Applied", 60000);
   long long took = e2e_mono_ms() - t0;
   char *d = e2e_describe(&E, "shop");

@@ -64,6 +64,12 @@ Test(ptah_migration, applies_versions_in_order_and_records_them_with_their_check
   cr_expect(ptah_has_event(&E, "shop", "Normal", "OperationStarted"), "no OperationStarted");
   cr_expect(ptah_has_event(&E, "shop", "Normal", "MigrationRunFinished"), "no Normal MigrationRunFinished");
   cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "Applied") != NULL);
+  /* nothing to settle: the plugin says so and creates nothing */
+  char *pout = NULL;
+  cr_expect_neq(e2e_plugin(&E, "alice", &pout, "acknowledge ptahmigration shop --outcome "
+                            "Applied"), 0);
+  cr_expect(strstr(pout, "has no unresolved run") != NULL, "%s", pout);
+  free(pout);
   /* kstatus-style readers */
   char *out = NULL;
   int rc = e2e_kubectl(&E, &out, "wait --for=condition=Ready ptahmigration/shop --timeout=10s");
