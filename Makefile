@@ -203,9 +203,11 @@ test-demo: all
 	  { tail -n 60 $(BUILD)/ptah-demo.log; echo "make test-demo: the Ptah demo failed (whole log: $(BUILD)/ptah-demo.log)"; exit 1; }
 	@echo "the Ptah demo ran (its output: $(BUILD)/ptah-demo.log)"
 
-# The alerts of manifests/prometheusrule.yaml, with promtool (tests/monitoring).
+# The alerts of manifests/monitoring/prometheusrule.yaml, with promtool, and the kustomize
+# component they ship in, with kubectl kustomize (tests/monitoring).
 test-rules:
 	tests/monitoring/rules-test.sh $(BUILD)
+	tests/monitoring/component-test.sh
 
 # Every source must also build warning-free with clang.
 test-clang:

@@ -87,6 +87,10 @@ void pm_uncertain(struct pm *p, const struct ptah_op *op, const char *fmt, ...)
 gw_rc pm_unresolved(struct pm *p) GW_MUST_CHECK;
 /* The annotation's copy put back into a status that lost it (UnresolvedRunRestored). */
 void pm_restore(struct pm *p);
+/* metrics.c: the per-PtahMigration series (ctx: the PtahMigration informer). */
+struct strbuf;
+gw_rc pm_metrics(void *ctx, struct strbuf *sb) GW_MUST_CHECK;
+
 /* The writes that follow the status write (the annotation, the finalizer, an acknowledgment's
  * status). */
 void pm_after_commit(struct pm *p);

@@ -245,5 +245,7 @@ gw_rc ptah_register(struct mgr *m, const struct ptah_opts *o)
     rc = ctrl_watch(ctl, &KUBE_PTAH_RESULT_RECORDS, map_record, NULL);
   if(!rc)
     rc = ctrl_watch(ctl, &KUBE_PTAH_RUN_ACKS, map_ack, NULL);
+  if(!rc)
+    rc = mgr_add_metrics(m, pm_metrics, pms);
   return rc;
 }

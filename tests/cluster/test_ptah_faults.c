@@ -140,6 +140,12 @@ Test(ptah_faults, a_lock_left_by_a_dead_runner_is_released_by_the_next_run)
   cr_expect(ptah_has_event(&E, "shop", "Warning", "TargetLockReleaseOwed"));
   cr_expect_str_eq(ptah_str(&E, "shop", "status.lockReleaseOwed.session"),
                    "godwit-ptah-shop-apply-1");
+  char *metrics = e2e_controller_metrics(&E);
+  cr_expect_eq(e2e_metric(metrics, "godwit_ptahmigration_phase{namespace=\"default\","
+                          "name=\"shop\",phase=\"Uncertain\"}"), 1, "%s", metrics);
+  cr_expect_eq(e2e_metric(metrics, "godwit_ptahmigration_lock_release_owed{namespace="
+                          "\"default\",name=\"shop\"}"), 1);
+  free(metrics);
   /* the dead runner's session goes on sleeping, holding the migration lock */
   char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE "
                         "application_name = 'godwit-ptah-shop-apply-1'");

@@ -64,6 +64,15 @@ Test(ptah_migration, applies_versions_in_order_and_records_them_with_their_check
   cr_expect(ptah_has_event(&E, "shop", "Normal", "OperationStarted"), "no OperationStarted");
   cr_expect(ptah_has_event(&E, "shop", "Normal", "MigrationRunFinished"), "no Normal MigrationRunFinished");
   cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "Applied") != NULL);
+  /* the controller's /metrics: what the alerts read */
+  char *metrics = e2e_controller_metrics(&E);
+  cr_expect_eq(e2e_metric(metrics, "godwit_ptahmigration_phase{namespace=\"default\","
+                          "name=\"shop\",phase=\"UpToDate\"}"), 1, "%s", metrics);
+  cr_expect_eq(e2e_metric(metrics, "godwit_ptahmigration_phase{namespace=\"default\","
+                          "name=\"shop\",phase=\"Uncertain\"}"), 0);
+  cr_expect_eq(e2e_metric(metrics, "godwit_ptahmigration_current_version{namespace="
+                          "\"default\",name=\"shop\"}"), 3);
+  free(metrics);
   /* nothing to settle: the plugin says so and creates nothing */
   char *pout = NULL;
   cr_expect_neq(e2e_plugin(&E, "alice", &pout, "acknowledge ptahmigration shop --outcome "

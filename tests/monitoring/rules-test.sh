@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks manifests/prometheusrule.yaml with promtool: the rules parse (promtool check rules) and
+# Checks manifests/monitoring/prometheusrule.yaml with promtool: the rules parse (promtool check rules) and
 # behave as tests/monitoring/rules-test.yaml says. Usage: rules-test.sh BUILD
 set -eu
 build=$1
@@ -11,7 +11,7 @@ promtool=$root/$build/tools/promtool
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The PrometheusRule's spec is a Prometheus rule file.
-sed -n '/^spec:/,$p' "$root/manifests/prometheusrule.yaml" | sed '1d; s/^  //' >"$tmp/rules.yaml"
+sed -n '/^spec:/,$p' "$root/manifests/monitoring/prometheusrule.yaml" | sed '1d; s/^  //' >"$tmp/rules.yaml"
 cp "$root/tests/monitoring/rules-test.yaml" "$tmp/"
 "$promtool" check rules "$tmp/rules.yaml"
 cd "$tmp" && "$promtool" test rules rules-test.yaml
