@@ -386,3 +386,26 @@ Test(kubectl, refused_apply_prints_the_webhooks_reasons)
   expect_in(out, "NotFound");
   free(out);
 }
+
+/* The install check of docs/operations/install.md, as written there: every object passes the
+ * whole admission chain, and nothing is stored. */
+Test(kubectl, the_install_check_dry_run_passes_and_stores_nothing)
+{
+  char *out = kc_ok(0, "apply --dry-run=server -f manifests/verify/");
+  static const char *const kinds[] = {
+    "migration.pgcopydb.io/godwit-verify", "ptahmigration.ptah.run/godwit-verify",
+    "ptahschema.ptah.run/godwit-verify", "ptahschemaapproval.ptah.run/godwit-verify",
+    "ptahmigrationrunacknowledgment.ptah.run/godwit-verify",
+    "migrationpolicy.migration.podmotion.io/godwit-verify",
+    "podmigration.migration.podmotion.io/godwit-verify", NULL
+  };
+  for(size_t i = 0; kinds[i]; i++) {
+    char want[160];
+    snprintf(want, sizeof(want), "%s created (server dry run)", kinds[i]);
+    expect_in(out, want);
+  }
+  free(out);
+  out = kc_ok(0, "get migrations,ptahmigrations,ptahschemas,podmigrations -o name");
+  cr_assert_str_eq(out, "", "the dry run stored: %s", out);
+  free(out);
+}
