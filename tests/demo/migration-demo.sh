@@ -68,6 +68,7 @@ fail_fast() {
 # the Migration fails instead.
 wait_cond() {
   local cond=$1 limit=$(( $2 * 5 )) i=0 out
+  echo "(waiting for the condition $cond to become True, at most $2 s)"
   while :; do
     out=$(kubectl get migration shop -o jsonpath="{.status.phase}|{.status.conditions[?(@.type==\"$cond\")].status}" 2>/dev/null) || out=''
     case $out in
@@ -76,6 +77,7 @@ wait_cond() {
     esac
     i=$((i + 1))
     [ $i -lt $limit ] || die "$cond did not become True within $2 s"
+    [ $((i % 50)) -ne 0 ] || echo "(still waiting for $cond after $((i / 5)) s; phase ${out%%|*})"
     sleep 0.2
   done
 }
@@ -191,7 +193,7 @@ say "applying a live Migration (clone, then follow the source with logical repli
 cat "$WORK/shop.yaml"
 run kubectl apply -f "$WORK/shop.yaml"
 
-say "the phases, as kubectl get -w shows them (an application writes to the source throughout)"
+say "the phases, as kubectl get -w shows them (an application writes to the source throughout; the copy takes about 20 s)"
 kubectl get migration shop -w &
 WATCH=$!
 
