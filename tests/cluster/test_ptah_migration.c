@@ -62,7 +62,8 @@ Test(ptah_migration, applies_versions_in_order_and_records_them_with_their_check
   /* the durable result, accepted after the controller checked its writer */
   cr_expect_str_eq(ptah_record_phase(&E, "shop-apply-1-1"), "Accepted");
   cr_expect(ptah_has_event(&E, "shop", "Normal", "OperationStarted"), "no OperationStarted");
-  cr_expect(ptah_has_event(&E, "shop", "Normal", "MigrationRunFinished"), "no Normal MigrationRunFinished");
+  cr_expect(ptah_has_event(&E, "shop", "Normal", "MigrationRunFinished"),
+            "no Normal MigrationRunFinished");
   cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "Applied") != NULL);
   /* the controller's /metrics: what the alerts read */
   char *metrics = e2e_controller_metrics(&E);
@@ -121,7 +122,8 @@ Test(ptah_migration, a_failing_version_stops_the_run_and_a_changed_applied_versi
   free(d);
   cr_expect_str_eq(e2e_phase(&E, "shop"), "Failed");
   cr_expect_eq(ptah_int(&E, "shop", "status.currentVersion"), 1);
-  cr_expect(ptah_has_event(&E, "shop", "Warning", "MigrationRunFinished"), "no Warning MigrationRunFinished");
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "MigrationRunFinished"),
+            "no Warning MigrationRunFinished");
   cr_expect(strstr(e2e_event_message(&E, "shop", "MigrationRunFinished"), "Partial") != NULL);
   cr_expect(strstr(e2e_event_message(&E, "shop", "OperationFailed"), "nosuch") != NULL,
             "the failure is not carried: %s", e2e_event_message(&E, "shop", "OperationFailed"));
@@ -167,7 +169,8 @@ Test(ptah_migration, a_run_killed_mid_version_is_uncertain_until_an_acknowledgme
   char *d = e2e_describe(&E, "shop");
   cr_assert(ok, "not Uncertain:\n%s", d);
   free(d);
-  cr_expect(ptah_has_event(&E, "shop", "Warning", "MigrationRunUncertain"), "no MigrationRunUncertain");
+  cr_expect(ptah_has_event(&E, "shop", "Warning", "MigrationRunUncertain"),
+            "no MigrationRunUncertain");
   cr_expect_str_eq(ptah_str(&E, "shop", "status.unresolvedRun.operation"), "shop-apply-1");
   cr_expect_str_eq(e2e_cond_reason(&E, "shop", "Ready"), "RunUncertain");
   cr_expect(strstr(ptah_unresolved_annotation(&E, "shop"), "shop-apply-1") != NULL,
