@@ -7,6 +7,7 @@
 
 #include "preflight.h"
 #include "ptah.h"
+#include "schema.h"
 #include "step.h"
 #include "version.h"
 
@@ -24,6 +25,7 @@ static const struct {
   { "cleanup", cleanup_main, "drop the replication slot, publication, origin and sentinel" },
   { "reown", reown_main, "hand the migration role's objects over to the owner after restore" },
   { "ptah-migrate", ptah_migrate_main, "apply a PtahMigration's versions, or read its version" },
+  { "ptah-plan", ptah_plan_main, "compute the DDL taking a database to a PtahSchema (read-only)" },
 };
 
 static void usage(FILE *out)

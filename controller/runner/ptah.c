@@ -151,40 +151,20 @@ int pm_protocol_check(int argc, char **argv)
 static int bad_arg(struct pm_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int bad_arg(struct pm_ctx *c, const char *fmt, ...)
 {
-  char why[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof(why), fmt, ap);
+  int r = ptah_vbad_arg(&c->st, "ptah-migrate", fmt, ap);
   va_end(ap);
-  st_fail(&c->st, false, "config", "%s (see godwit-runner ptah-migrate --help)", why);
-  st_summary(&c->st, "bad arguments: %s", why);
-  return -1;
-}
-
-static int check_name(struct pm_ctx *c, const char *flag, const char *v,
-                      const char *(*check)(const char *))
-{
-  if(!v || !*v)
-    return bad_arg(c, "--%s is required", flag);
-  const char *why = check(v);
-  return why ? bad_arg(c, "--%s: %s, got \"%.80s\"", flag, why, v) : 0;
+  return r;
 }
 
 static int check_args(struct pm_ctx *c)
 {
   const struct pm_opts *o = &c->o;
-  if(!o->protocol)
-    return bad_arg(c, "--protocol is required: the protocol the Job expects (this runner "
-                      "speaks " PTAH_RUNNER_PROTOCOL ")");
-  int r = check_name(c, "operation", o->operation, fmt_check_dns1123_label);
-  if(!r)
-    r = check_name(c, "owner-name", o->owner_name, fmt_check_dns1123_subdomain);
-  if(!r)
-    r = check_name(c, "namespace", o->namespace, fmt_check_dns1123_label);
-  if(!r)
-    r = check_name(c, "job-name", o->job_name, fmt_check_dns1123_subdomain);
-  if(r)
-    return r;
+  const struct ptah_identity id = { o->protocol, o->operation, o->owner_name, o->namespace,
+                                     o->job_name };
+  if(ptah_check_identity(&c->st, "ptah-migrate", &id))
+    return -1;
   if(!o->type || (strcmp(o->type, "Apply") && strcmp(o->type, "Observe")))
     return bad_arg(c, "--type must be Apply or Observe, got \"%.40s\"", o->type ? o->type : "");
   c->type = !strcmp(o->type, "Apply") ? PM_APPLY : PM_OBSERVE;

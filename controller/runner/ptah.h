@@ -31,6 +31,7 @@
 #define GW_RUNNER_PTAH_H
 
 #include <libpq-fe.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -107,6 +108,14 @@ struct pm_ctx {
 };
 
 int ptah_migrate_main(int argc, char **argv);
+
+/* ptah_args.c: the flags every Ptah step checks alike. -1 (FAIL config printed, summary set)
+ * when one is missing or not a Kubernetes name. */
+struct ptah_identity {
+  const char *protocol, *operation, *owner_name, *namespace, *job_name;
+};
+int ptah_check_identity(struct st_ctx *st, const char *step, const struct ptah_identity *id);
+int ptah_vbad_arg(struct st_ctx *st, const char *step, const char *fmt, va_list ap);
 
 /* The protocol check, on the raw arguments, before anything else (a runner of another protocol
  * may not know the Job's flags). -1 when the protocol matches or is not given; else the report

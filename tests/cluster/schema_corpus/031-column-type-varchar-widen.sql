@@ -1,0 +1,6 @@
+-- expect: TYPE character varying(50)
+-- destructive: 0
+-- before
+CREATE TABLE t (v varchar(10));
+-- after
+CREATE TABLE t (v varchar(50));

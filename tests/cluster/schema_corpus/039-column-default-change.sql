@@ -1,0 +1,6 @@
+-- expect: SET DEFAULT 2
+-- destructive: 0
+-- before
+CREATE TABLE t (n int DEFAULT 1);
+-- after
+CREATE TABLE t (n int DEFAULT 2);

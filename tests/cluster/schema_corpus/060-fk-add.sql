@@ -1,0 +1,8 @@
+-- expect: FOREIGN KEY (p) REFERENCES public.p(id)
+-- destructive: 0
+-- before
+CREATE TABLE p (id int PRIMARY KEY);
+CREATE TABLE c (p int);
+-- after
+CREATE TABLE p (id int PRIMARY KEY);
+CREATE TABLE c (p int REFERENCES p);

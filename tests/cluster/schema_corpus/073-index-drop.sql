@@ -1,0 +1,7 @@
+-- expect: DROP INDEX public.t_a
+-- destructive: 1
+-- before
+CREATE TABLE t (a int);
+CREATE INDEX t_a ON t (a);
+-- after
+CREATE TABLE t (a int);

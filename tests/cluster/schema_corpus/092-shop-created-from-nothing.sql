@@ -1,0 +1,13 @@
+-- destructive: 0
+-- before
+-- after
+CREATE SCHEMA sales;
+CREATE SCHEMA audit;
+CREATE TYPE status AS ENUM ('new', 'paid', 'shipped');
+CREATE TABLE customers (id serial PRIMARY KEY, name varchar(120) NOT NULL, email text UNIQUE, created timestamptz NOT NULL DEFAULT now());
+CREATE TABLE sales.orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, customer int NOT NULL REFERENCES customers ON DELETE CASCADE, st status NOT NULL DEFAULT 'new', total numeric(12,2) CHECK (total >= 0));
+CREATE INDEX orders_customer_st ON sales.orders (customer, st);
+CREATE TABLE audit.events (at timestamptz NOT NULL DEFAULT now(), what jsonb);
+CREATE VIEW sales.paid AS SELECT o.id, c.name, c.email FROM sales.orders o JOIN customers c ON c.id = o.customer WHERE o.st IN ('paid', 'shipped');
+COMMENT ON TABLE customers IS 'who buys things';
+COMMENT ON TABLE audit.events IS 'what happened';
