@@ -20,24 +20,7 @@ static void append(char *msg, size_t len, const char *field, const char *what)
 
 bool mig_validate(struct mig *m, char *msg, size_t len)
 {
-  msg[0] = '\0';
-  const struct api_kind *k = api_find_kind("pgcopydb.io", "Migration");
-  if(!k) {
-    snprintf(msg, len, "the Migration kind is not registered");
-    return false;
-  }
-  /* an UPDATE of the object onto itself: every rule of the spec runs, and the transition rules
-   * (immutability, who approved) have nothing to refuse */
-  struct api_request req = { .kind = k, .obj = m->obj, .old = m->obj, .op = API_UPDATE };
-  struct api_result res;
-  api_result_init(&res);
-  gw_rc rc = api_validate(&req, &res);
-  if(rc)
-    snprintf(msg, len, "the rules could not run: %s", gw_strerror(rc));
-  for(size_t i = 0; !rc && i < res.errs.n; i++)
-    append(msg, len, res.errs.v[i].field, res.errs.v[i].msg);
-  api_result_release(&res);
-  if(*msg)
+  if(!api_revalidate("pgcopydb.io", "Migration", m->obj, msg, len))
     return false;
   if((int)strlen(m->name) > MIGRATION_NAME_MAX) {
     char what[160];

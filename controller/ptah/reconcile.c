@@ -56,31 +56,6 @@ long long pm_status_int(const struct pm *p, const char *path, long long dflt)
   return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
 }
 
-/* The rules the webhook runs, run again: a spec that slipped past a disabled webhook. */
-static bool valid(struct pm *p, char *msg, size_t len)
-{
-  msg[0] = '\0';
-  const struct api_kind *k = api_find_kind("ptah.run", "PtahMigration");
-  if(!k) {
-    snprintf(msg, len, "the PtahMigration kind is not registered");
-    return false;
-  }
-  struct api_request req = { .kind = k, .obj = p->obj, .old = p->obj, .op = API_UPDATE };
-  struct api_result res;
-  api_result_init(&res);
-  gw_rc rc = api_validate(&req, &res);
-  if(rc)
-    snprintf(msg, len, "the rules could not run: %s", gw_strerror(rc));
-  for(size_t i = 0; !rc && i < res.errs.n; i++) {
-    size_t used = strlen(msg);
-    if(used + 8 < len)
-      snprintf(msg + used, len - used, "%s%s: %s", used ? "; " : "", res.errs.v[i].field,
-               res.errs.v[i].msg);
-  }
-  api_result_release(&res);
-  return !*msg;
-}
-
 static void init(struct pm *p, struct rec_ctx *c, const struct ptah_opts *o, cJSON *obj)
 {
   memset(p, 0, sizeof(*p));
@@ -123,7 +98,7 @@ static gw_rc step(struct pm *p)
   }
   pm_restore(p);
   char msg[2048];
-  if(!valid(p, msg, sizeof(msg))) {
+  if(!api_revalidate("ptah.run", "PtahMigration", p->obj, msg, sizeof(msg))) {
     edit_phase(&p->ed, PM_FAILED);
     pm_ready(p, COND_FALSE, "InvalidSpec", "the spec does not validate: %s; fix the spec",
              msg);

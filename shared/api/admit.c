@@ -259,3 +259,27 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
   cJSON_Delete(old);
   return out->errs.oom ? GW_ENOMEM : GW_OK;
 }
+
+bool api_revalidate(const char *group, const char *kind, const cJSON *obj, char *msg, size_t len)
+{
+  msg[0] = '\0';
+  const struct api_kind *k = api_find_kind(group, kind);
+  if(!k) {
+    snprintf(msg, len, "the %s kind is not registered", kind);
+    return false;
+  }
+  struct api_request req = { .kind = k, .obj = obj, .old = obj, .op = API_UPDATE };
+  struct api_result res;
+  api_result_init(&res);
+  gw_rc rc = api_validate(&req, &res);
+  if(rc)
+    snprintf(msg, len, "the rules could not run: %s", gw_strerror(rc));
+  for(size_t i = 0; !rc && i < res.errs.n; i++) {
+    size_t used = strlen(msg);
+    if(used + 8 < len)
+      snprintf(msg + used, len - used, "%s%s: %s", used ? "; " : "", res.errs.v[i].field,
+               res.errs.v[i].msg);
+  }
+  api_result_release(&res);
+  return !*msg;
+}

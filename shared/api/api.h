@@ -162,6 +162,13 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out) GW_MUST_
 /* Every rule; errors in the sent version's paths; warnings (deprecation, risky settings). */
 gw_rc api_validate(const struct api_request *req, struct api_result *out) GW_MUST_CHECK;
 
+/* The rules the webhook runs, run again on a stored object of group/kind (a controller's check of
+ * a spec that slipped past a disabled webhook): an UPDATE onto itself, so every rule of the spec
+ * runs and the transition rules have nothing to refuse. true when it passes; otherwise msg holds
+ * "<field>: <message>; ..." (cut to len). */
+bool api_revalidate(const char *group, const char *kind, const cJSON *obj, char *msg,
+                    size_t len);
+
 /* The annotation that carries what an older version cannot hold. */
 #define API_FIELDS_ANNOTATION_FMT "godwit.dev/%s-fields"
 
