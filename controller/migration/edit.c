@@ -20,7 +20,11 @@ static const unsigned transitions[MP_COUNT] = {
   [MP_FINALIZING] = B(MP_STREAMING) | B(MP_VERIFYING) | B(MP_COMPLETED) | B(MP_FAILED) |
                     B(MP_SUSPENDED),
   [MP_STREAMING] = B(MP_CUTOVER_PENDING) | B(MP_FAILED) | B(MP_SUSPENDED),
-  [MP_CUTOVER_PENDING] = B(MP_CUTTING_OVER) | B(MP_SUSPENDED),
+  /* seed 000 lists CuttingOver as the way on; Failed ends it when the worker fails for good
+   * (a permission retries cannot fix, the attempts spent) or the spec turns out invalid, as
+   * from every other running phase: without it the failure was refused and the Migration
+   * stayed CutoverPending with no Failed condition (issue 17) */
+  [MP_CUTOVER_PENDING] = B(MP_CUTTING_OVER) | B(MP_FAILED) | B(MP_SUSPENDED),
   [MP_CUTTING_OVER] = B(MP_VERIFYING) | B(MP_COMPLETED) | B(MP_FAILED) | B(MP_SUSPENDED),
   [MP_VERIFYING] = B(MP_COMPLETED) | B(MP_FAILED) | B(MP_SUSPENDED),
   [MP_COMPLETED] = 0,

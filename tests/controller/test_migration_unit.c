@@ -41,7 +41,7 @@ static const struct tr table[] = {
   { "Streaming", "CutoverPending", true }, { "Streaming", "Failed", true },
   { "Streaming", "Suspended", true },     { "Streaming", "CuttingOver", false },
   { "Streaming", "Completed", false },    { "CutoverPending", "CuttingOver", true },
-  { "CutoverPending", "Suspended", true }, { "CutoverPending", "Failed", false },
+  { "CutoverPending", "Suspended", true }, { "CutoverPending", "Failed", true },
   { "CutoverPending", "Streaming", false }, { "CuttingOver", "Verifying", true },
   { "CuttingOver", "Completed", true },   { "CuttingOver", "Failed", true },
   { "CuttingOver", "Suspended", true },   { "CuttingOver", "Streaming", false },
@@ -61,13 +61,13 @@ Test(migration_unit, transition_table)
     cr_assert_eq(phase_allowed(&mig_phases, f, t, MP_NONE), table[i].ok, "%s -> %s", table[i].from,
                  table[i].to);
   }
-  /* counted exactly: the allowed pairs are the table's 29 */
+  /* counted exactly: the allowed pairs are the table's 30 (CutoverPending -> Failed: issue 17) */
   int allowed = 0;
   for(int f = 0; f < MP_COUNT; f++)
     for(int t = 0; t < MP_COUNT; t++)
       if(f != t && f != MP_SUSPENDED && phase_allowed(&mig_phases, f, t, MP_NONE))
         allowed++;
-  cr_assert_eq(allowed, 29);
+  cr_assert_eq(allowed, 30);
   /* the first observation, staying, resuming */
   cr_assert(phase_allowed(&mig_phases, MP_NONE, MP_PENDING, MP_NONE));
   cr_assert(!phase_allowed(&mig_phases, MP_NONE, MP_VALIDATING, MP_NONE));
@@ -166,6 +166,27 @@ Test(migration_unit, resume_goes_back_to_suspended_from_only)
   edit_phase(&m.ed, MP_STREAMING);
   cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
   cr_assert_str_eq(json_get_str(o, "status.phase"), "Streaming");
+  cJSON_Delete(o);
+  edit_release(&m.ed);
+}
+
+/* A failure decided in CutoverPending (a worker's permission error, the attempts spent, an
+ * invalid spec) is written: Failed with its condition, not refused by the table (issue 17). */
+Test(migration_unit, a_failure_in_cutover_pending_is_written)
+{
+  struct mig m;
+  memset(&m, 0, sizeof(m));
+  m.phase = MP_CUTOVER_PENDING;
+  edit_init(&m.ed, &mig_phases);
+  mig_fail(&m, "PermissionDenied", "attempt 2 of 7 hit a permission error retries cannot fix");
+  cJSON *o = cJSON_Parse("{\"metadata\":{\"generation\":1},\"status\":{\"phase\":"
+                         "\"CutoverPending\"}}");
+  bool changed = false;
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert(changed);
+  cr_assert_str_eq(json_get_str(o, "status.phase"), "Failed");
+  cr_assert(cond_is_true(o, "Failed"));
+  cr_assert_str_eq(cond_reason(o, "Failed"), "PermissionDenied");
   cJSON_Delete(o);
   edit_release(&m.ed);
 }
