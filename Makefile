@@ -205,9 +205,9 @@ test-demo: all
 
 # The alerts of manifests/monitoring/prometheusrule.yaml, with promtool, and the kustomize
 # component they ship in, with kubectl kustomize (tests/monitoring).
-test-rules:
+test-rules: $(BUILD)/godwit-yaml2json
 	tests/monitoring/rules-test.sh $(BUILD)
-	tests/monitoring/component-test.sh
+	tests/monitoring/component-test.sh $(BUILD)
 
 # Every source must also build warning-free with clang.
 test-clang:

@@ -2,8 +2,10 @@
 # Checks the kustomize component manifests/monitoring with the real kubectl kustomize: the base
 # alone renders no Prometheus Operator object (clusters without its CRDs install it), the base
 # with the component renders the controller's metrics Service, two ServiceMonitors whose
-# selectors match a Service each, and the PrometheusRule. Usage: component-test.sh
+# selectors match a Service each, and the PrometheusRule; and the Grafana dashboard. Usage:
+# component-test.sh BUILD (its godwit-yaml2json parses the dashboard)
 set -eu
+build=${1:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -31,5 +33,17 @@ for app in godwit-controller godwit-webhook; do
     /- name: metrics$/ { port = 1 }
     END { if (kind == "Service" && lab && port) found = 1; exit !found }' ||
     die "no Service labelled app.kubernetes.io/name=$app with a port named metrics"
+done
+# The Grafana dashboard: it parses, and every series its
+# queries read is one the code exports or Prometheus makes (up).
+dash=$root/manifests/monitoring/grafana-dashboard.json
+case $build in /*) ;; *) build=$root/$build ;; esac
+"$build/godwit-yaml2json" "$dash" >/dev/null || die "the dashboard is not valid JSON"
+series=$(grep -o '"expr": "[^"]*"' "$dash" | grep -o 'godwit_[a-z_]*' | sort -u)
+[ -n "$series" ] || die "the dashboard reads no godwit series"
+for s in $series; do
+  base=${s%_bucket}
+  grep -rqs "$base" "$root/controller" "$root/webhook" "$root/shared" ||
+    die "the dashboard reads $s, which nothing exports"
 done
 echo "component-test: the base and the monitoring component render as documented"
