@@ -140,7 +140,6 @@ enum op_verdict op_legacy_read(struct rec_ctx *c, const struct ptah_op *op,
       const char *outcome = json_get_str(rec, "spec.result.outcome");
       if(!strcmp(op->type, "Apply") && !(outcome && !strcmp(outcome, "Failed")) &&
          !json_get_bool(rec, "spec.result.lockContinuous", false)) {
-        out->lock_lost = true;
         snprintf(out->why, sizeof(out->why), "the runner did not hold the database lock "
                  "throughout the run, so what it reports is not proof");
         return out->verdict = OPV_REJECTED;

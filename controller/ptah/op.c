@@ -254,7 +254,6 @@ enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, con
     const cJSON *c0 = cJSON_GetArrayItem(json_get(out->rec, "status.conditions"), 0);
     const char *m = json_get_str(c0, "message");
     snprintf(out->why, sizeof(out->why), "%s", m ? m : "rejected before");
-    out->lock_lost = strstr(out->why, "lock") != NULL;
     return out->verdict = OPV_REJECTED;
   }
   check_writer(c, op, sa, out->rec, out->why, sizeof(out->why));
@@ -270,7 +269,6 @@ enum op_verdict op_record_check(struct rec_ctx *c, const struct ptah_op *op, con
      !json_get_bool(out->rec, "spec.result.lockContinuous", false)) {
     snprintf(out->why, sizeof(out->why), "the runner did not hold the database lock throughout "
              "the run (result.lockContinuous is not true), so what it reports is not proof");
-    out->lock_lost = true;
   }
   bool ok = !out->why[0];
   decide(c, out->rec, ok, out->why);

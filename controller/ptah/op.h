@@ -65,7 +65,6 @@ enum op_verdict { OPV_NONE, OPV_ACCEPTED, OPV_REJECTED, OPV_ERROR, OPV_TIMEOUT }
 struct op_record {
   enum op_verdict verdict;
   cJSON *rec;       /* the record as read (NULL for OPV_NONE, OPV_ERROR) */
-  bool lock_lost;   /* rejected because the lock was not held throughout */
   bool summary_refused; /* legacy: no frame, and the termination summary cannot stand in */
   char why[1600];   /* the rejection, or the failed read */
 };
