@@ -6,9 +6,11 @@
  *   ptah.c          flags, the protocol check, the order of work, the run's message
  *   ptah_files.c    the migrations directory: names, versions, sha256 checksums
  *   ptah_db.c       connecting, the advisory lock and its continuity, the history table
+ *                   (the lock's ptah_lock_* functions serve ptah-plan's Apply too)
  *   ptah_apply.c    validation against the history, then one transaction per version
  *   ptah_report.c   the exit code, the RESULT line and the JSON report (<= 4096 bytes)
  *   ptah_record.c   the PtahResultRecord (ptah.run/v1), created through the Kubernetes API
+ *                   (struct ptah_record: ptah-plan delivers its record with it too)
  *
  * Order of work: protocol, files (Apply), connect, lock, history, validate, apply, lock check,
  * report, record. Nothing reaches the database before the files passed, and nothing is applied
@@ -30,6 +32,7 @@
 #ifndef GW_RUNNER_PTAH_H
 #define GW_RUNNER_PTAH_H
 
+#include <cJSON.h>
 #include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -139,6 +142,16 @@ int pm_lock(struct pm_ctx *c);
 int pm_history_read(struct pm_ctx *c);
 /* Whether the lock's session still holds it (sets lock_continuous), then releases it. */
 void pm_unlock(struct pm_ctx *c);
+/* The session-level advisory lock (PTAH_LOCK_CLASS, hashtext(key)) on conn, for any Ptah step
+ * (ptah-plan's Apply uses the key "ptah.run/PtahSchema"). ptah_lock_take polls it every
+ * PTAH_LOCK_POLL_MS for wait_s seconds (0: once): 0 held (*pid: the backend holding it), 1 another
+ * session holds it, -1 a query failed (e). ptah_lock_holder names the other session for a
+ * message. ptah_lock_release prints whether backend pid still held it (`what`: "the migration
+ * lock"), releases it and returns that continuity; false when the connection was lost. */
+int ptah_lock_take(PGconn *conn, const char *key, long wait_s, int *pid, struct pgc_err *e);
+void ptah_lock_holder(PGconn *conn, const char *key, char *buf, size_t len);
+bool ptah_lock_release(struct st_ctx *st, PGconn *conn, const char *key, int pid,
+                       const char *what);
 /* A statement that failed (or a lost connection) as "<msg> (SQLSTATE x; HINT: h)". */
 void pm_describe_err(const struct pgc_err *e, char *buf, size_t len);
 /* Fills e from a failed result of PQexec (the server's fields, or the connection's error). */
@@ -170,6 +183,31 @@ long long pm_now_ms(void);
 void pm_record_frame(struct pm_ctx *c);
 /* The record (ptah_record.c): sets record_delivered; prints PASS or FAIL record. */
 void pm_record_deliver(struct pm_ctx *c);
+
+/* A PtahResultRecord (ptah.run/v1) as any Ptah step delivers it (ptah_record.c): ptah-migrate
+ * and ptah-plan describe theirs in this struct, and share the builder, the delivery and the
+ * credential proof. Nothing here is owned: the struct points at the caller's strings. */
+struct ptah_record {
+  const char *owner_kind; /* "PtahMigration" or "PtahSchema" */
+  const char *owner_name, *namespace, *job_name;
+  const char *operation, *type; /* spec.operation.id and .type */
+  long attempt;
+  const char *outcome;
+  const char *message;             /* redacted with secrets, cut to PTAH_RECORD_MESSAGE_MAX */
+  const char *const *secrets;      /* nsecrets of them; NULL entries are skipped */
+  size_t nsecrets;
+  const char *started_at, *finished_at; /* NULL or "": left out */
+  const cJSON *result_extra; /* its members are copied into spec.result after the above */
+};
+/* The record as JSON (cJSON_Delete it), or NULL when out of memory. */
+cJSON *ptah_record_build(const struct ptah_record *r);
+/* Creates the record with the Pod's credential: retried while a failure may pass, a 409 read
+ * back (ours: delivered before). Prints PASS or FAIL record; true when delivered. */
+bool ptah_record_deliver(struct st_ctx *st, const struct ptah_record *r);
+/* The dry run of the record (see pm_record_credential): 0 when this Pod may create it, else -1
+ * with FAIL credential printed and why set (for the run's message). */
+int ptah_record_credential(struct st_ctx *st, const struct ptah_record *r, char *why,
+                           size_t len);
 /* The delivery credential, proven before anything runs: the record this run will write is
  * created with dryRun=All (authentication, RBAC and the webhook's writer rules all judge it,
  * nothing is stored), waiting up to PM_CREDENTIAL_WAIT_MS for a token or an API server that is

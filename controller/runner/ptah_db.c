@@ -7,7 +7,9 @@
  * given>)): every run of every PtahMigration that shares a history table excludes the others,
  * and a session that dies (a killed runner) releases it with its backend. It survives the
  * ROLLBACK of a failed version. Continuity means the backend that took it (its pid, captured
- * then) is the one that still holds it at the end; a lost connection means it was not.
+ * then) is the one that still holds it at the end; a lost connection means it was not. The
+ * ptah_lock_* functions do the same for any key: ptah-plan's Apply takes
+ * (PTAH_LOCK_CLASS, hashtext('ptah.run/PtahSchema')) with them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +164,7 @@ static int query_failed(struct pm_ctx *c, const char *id, const char *what,
 
 /* ----- the lock --------------------------------------------------------------------------- */
 
-static void name_holder(struct pm_ctx *c, char *buf, size_t len)
+void ptah_lock_holder(PGconn *conn, const char *key, char *buf, size_t len)
 {
   char sql[768];
   snprintf(sql, sizeof(sql),
@@ -171,9 +173,9 @@ static void name_holder(struct pm_ctx *c, char *buf, size_t len)
            "  FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
            " WHERE " LOCK_ROW " AND l.pid <> pg_catalog.pg_backend_pid() LIMIT 1",
            PTAH_LOCK_CLASS);
-  const char *params[] = { c->o.history_table };
+  const char *params[] = { key };
   struct pgc_err e;
-  PGresult *res = pgc_query(c->conn, &e, sql, 1, params);
+  PGresult *res = pgc_query(conn, &e, sql, 1, params);
   if(!res)
     snprintf(buf, len, "a session this run cannot name (%.300s)", e.msg);
   else if(PQntuples(res) == 0)
@@ -223,37 +225,46 @@ static void release_owed(struct pm_ctx *c)
   PQclear(res);
 }
 
-int pm_lock(struct pm_ctx *c)
+int ptah_lock_take(PGconn *conn, const char *key, long wait_s, int *pid, struct pgc_err *e)
 {
-  release_owed(c);
   char sql[256];
   snprintf(sql, sizeof(sql),
            "SELECT pg_catalog.pg_try_advisory_lock(" LOCK_KEYS "), pg_catalog.pg_backend_pid()",
            PTAH_LOCK_CLASS);
-  const char *params[] = { c->o.history_table };
-  long long deadline = pm_now_ms() + c->o.lock_wait_s * 1000;
+  const char *params[] = { key };
+  long long deadline = pm_now_ms() + wait_s * 1000;
   for(;;) {
-    struct pgc_err e;
-    PGresult *res = pgc_query(c->conn, &e, sql, 1, params);
+    PGresult *res = pgc_query(conn, e, sql, 1, params);
     if(!res)
-      return query_failed(c, "lock", "take the migration lock", &e);
+      return -1;
     bool got = !strcmp(PQgetvalue(res, 0, 0), "t");
-    c->backend_pid = atoi(PQgetvalue(res, 0, 1));
+    *pid = atoi(PQgetvalue(res, 0, 1));
     PQclear(res);
     if(got)
-      break;
-    if(pm_now_ms() >= deadline) {
-      char holder[512];
-      name_holder(c, holder, sizeof(holder));
-      st_fail(&c->st, false, "lock", "the migration lock of %s is held by %s; waited %ld s",
-              c->o.history_table, holder, c->o.lock_wait_s);
-      pm_set(c, PM_FAILED, "nothing was applied: the migration lock of %s is held by %s, "
-             "waited %ld s. Another run (of this or another PtahMigration with the same "
-             "history table) or a person is migrating this database; this run did nothing",
-             c->o.history_table, holder, c->o.lock_wait_s);
-      return -1;
-    }
+      return 0;
+    if(pm_now_ms() >= deadline)
+      return 1;
     st_sleep_ms(PTAH_LOCK_POLL_MS);
+  }
+}
+
+int pm_lock(struct pm_ctx *c)
+{
+  release_owed(c);
+  struct pgc_err e;
+  int r = ptah_lock_take(c->conn, c->o.history_table, c->o.lock_wait_s, &c->backend_pid, &e);
+  if(r < 0)
+    return query_failed(c, "lock", "take the migration lock", &e);
+  if(r > 0) {
+    char holder[512];
+    ptah_lock_holder(c->conn, c->o.history_table, holder, sizeof(holder));
+    st_fail(&c->st, false, "lock", "the migration lock of %s is held by %s; waited %ld s",
+            c->o.history_table, holder, c->o.lock_wait_s);
+    pm_set(c, PM_FAILED, "nothing was applied: the migration lock of %s is held by %s, "
+           "waited %ld s. Another run (of this or another PtahMigration with the same "
+           "history table) or a person is migrating this database; this run did nothing",
+           c->o.history_table, holder, c->o.lock_wait_s);
+    return -1;
   }
   c->locked = true;
   st_pass(&c->st, "lock", "holding the migration lock (%d, hashtext('%s')) as backend pid %d",
@@ -261,43 +272,49 @@ int pm_lock(struct pm_ctx *c)
   return 0;
 }
 
+bool ptah_lock_release(struct st_ctx *st, PGconn *conn, const char *key, int pid,
+                       const char *what)
+{
+  if(PQstatus(conn) != CONNECTION_OK) {
+    st_warn(st, "lock", "the connection was lost: the lock was not held throughout");
+    return false;
+  }
+  struct pgc_err e;
+  if(PQtransactionStatus(conn) != PQTRANS_IDLE)
+    (void)pgc_exec(conn, &e, "ROLLBACK");
+  char sql[768], spid[16];
+  snprintf(spid, sizeof(spid), "%d", pid);
+  snprintf(sql, sizeof(sql),
+           "SELECT pg_catalog.pg_backend_pid() = $2::int AND EXISTS (SELECT 1"
+           "  FROM pg_catalog.pg_locks l WHERE " LOCK_ROW " AND l.pid = $2::int)",
+           PTAH_LOCK_CLASS);
+  const char *params[] = { key, spid };
+  char held[8] = "";
+  if(pgc_value(conn, &e, held, sizeof(held), sql, 2, params)) {
+    st_warn(st, "lock", "cannot tell whether the lock was held throughout: %s", e.msg);
+    return false;
+  }
+  bool continuous = !strcmp(held, "t");
+  if(continuous)
+    st_pass(st, "lock", "backend pid %d held %s throughout", pid, what);
+  else
+    st_warn(st, "lock", "backend pid %d no longer holds %s", pid, what);
+  snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_advisory_unlock(" LOCK_KEYS ")",
+           PTAH_LOCK_CLASS);
+  PGresult *res = pgc_query(conn, &e, sql, 1, params);
+  PQclear(res);
+  if(!res)
+    st_warn(st, "lock", "could not release %s (it goes with the session): %s", what, e.msg);
+  return continuous;
+}
+
 void pm_unlock(struct pm_ctx *c)
 {
   if(!c->locked)
     return;
   c->locked = false;
-  c->lock_continuous = false;
-  if(PQstatus(c->conn) != CONNECTION_OK) {
-    st_warn(&c->st, "lock", "the connection was lost: the lock was not held throughout");
-    return;
-  }
-  struct pgc_err e;
-  if(PQtransactionStatus(c->conn) != PQTRANS_IDLE)
-    (void)pgc_exec(c->conn, &e, "ROLLBACK");
-  char sql[768], pid[16];
-  snprintf(pid, sizeof(pid), "%d", c->backend_pid);
-  snprintf(sql, sizeof(sql),
-           "SELECT pg_catalog.pg_backend_pid() = $2::int AND EXISTS (SELECT 1"
-           "  FROM pg_catalog.pg_locks l WHERE " LOCK_ROW " AND l.pid = $2::int)",
-           PTAH_LOCK_CLASS);
-  const char *params[] = { c->o.history_table, pid };
-  char held[8] = "";
-  if(pgc_value(c->conn, &e, held, sizeof(held), sql, 2, params)) {
-    st_warn(&c->st, "lock", "cannot tell whether the lock was held throughout: %s", e.msg);
-    return;
-  }
-  c->lock_continuous = !strcmp(held, "t");
-  if(c->lock_continuous)
-    st_pass(&c->st, "lock", "backend pid %d held the migration lock throughout", c->backend_pid);
-  else
-    st_warn(&c->st, "lock", "backend pid %d no longer holds the migration lock", c->backend_pid);
-  snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_advisory_unlock(" LOCK_KEYS ")",
-           PTAH_LOCK_CLASS);
-  PGresult *res = pgc_query(c->conn, &e, sql, 1, params);
-  PQclear(res);
-  if(!res)
-    st_warn(&c->st, "lock", "could not release the migration lock (it goes with the session): %s",
-            e.msg);
+  c->lock_continuous = ptah_lock_release(&c->st, c->conn, c->o.history_table, c->backend_pid,
+                                         "the migration lock");
 }
 
 /* ----- the history table ------------------------------------------------------------------ */

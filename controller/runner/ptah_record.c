@@ -4,6 +4,9 @@
  * service-account token (in-cluster configuration; $GODWIT_SA_DIR in the local cluster). The
  * webhook stamps spec.writer from that token, so the runner leaves it out.
  *
+ * Both Ptah steps deliver theirs here (struct ptah_record, ptah.h): ptah-migrate through the
+ * pm_record_* wrappers at the end of this file, ptah-plan through schema_record.c.
+ *
  * Delivery is retried for about PM_RECORD_DEADLINE_MS while the failure may pass (no answer,
  * 429, 5xx). A 409 AlreadyExists means a record of this Job exists: a previous Pod of the Job
  * delivered it (its spec.operation.id is ours), which counts as delivered; a record of another
@@ -25,40 +28,45 @@
 #define PM_RECORD_DELAY_MAX_MS 5000
 #define PM_CREDENTIAL_WAIT_MS 20000
 
-static cJSON *build(const struct pm_ctx *c)
+/* ----- any step's record ---------------------------------------------------------------------- */
+
+cJSON *ptah_record_build(const struct ptah_record *r)
 {
-  const char *secrets[] = { c->st.secrets[0], c->st.src.password };
-  char *message = redact_cut(c->message ? c->message : "", PTAH_RECORD_MESSAGE_MAX, secrets, 2,
-                             NULL);
+  char *message = redact_cut(r->message ? r->message : "", PTAH_RECORD_MESSAGE_MAX, r->secrets,
+                             r->nsecrets, NULL);
   cJSON *o = cJSON_CreateObject();
   gw_rc rc = o && message ? GW_OK : GW_ENOMEM;
   struct {
     const char *path, *value;
+    bool optional; /* left out when NULL or "" */
   } strs[] = {
-    { "apiVersion", "ptah.run/v1" },
-    { "kind", "PtahResultRecord" },
-    { "metadata.name", c->o.job_name },
-    { "metadata.namespace", c->o.namespace },
-    { "spec.ownerRef.kind", "PtahMigration" },
-    { "spec.ownerRef.name", c->o.owner_name },
-    { "spec.operation.id", c->o.operation },
-    { "spec.operation.type", c->o.type },
-    { "spec.jobName", c->o.job_name },
-    { "spec.result.outcome", pm_outcome_name(c->outcome) },
-    { "spec.result.message", message },
-    { "spec.result.startedAt", c->started_at },
-    { "spec.result.finishedAt", c->finished_at },
+    { "apiVersion", "ptah.run/v1", false },
+    { "kind", "PtahResultRecord", false },
+    { "metadata.name", r->job_name, false },
+    { "metadata.namespace", r->namespace, false },
+    { "spec.ownerRef.kind", r->owner_kind, false },
+    { "spec.ownerRef.name", r->owner_name, false },
+    { "spec.operation.id", r->operation, false },
+    { "spec.operation.type", r->type, false },
+    { "spec.jobName", r->job_name, false },
+    { "spec.result.outcome", r->outcome, false },
+    { "spec.result.message", message, false },
+    { "spec.result.startedAt", r->started_at, true },
+    { "spec.result.finishedAt", r->finished_at, true },
   };
   for(size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && !rc; i++)
-    rc = json_set_str(o, strs[i].path, strs[i].value);
+    if(!strs[i].optional || (strs[i].value && *strs[i].value))
+      rc = json_set_str(o, strs[i].path, strs[i].value ? strs[i].value : "");
   if(!rc)
-    rc = json_set(o, "spec.operation.attempt", cJSON_CreateNumber((double)c->o.attempt));
-  if(!rc && c->history_read)
-    rc = json_set(o, "spec.result.fromVersion", cJSON_CreateNumber((double)c->from));
-  if(!rc && c->history_read)
-    rc = json_set(o, "spec.result.toVersion", cJSON_CreateNumber((double)c->to));
-  if(!rc)
-    rc = json_set(o, "spec.result.lockContinuous", cJSON_CreateBool(c->lock_continuous));
+    rc = json_set(o, "spec.operation.attempt", cJSON_CreateNumber((double)r->attempt));
+  const cJSON *x;
+  cJSON_ArrayForEach(x, r->result_extra)
+  {
+    char path[160];
+    snprintf(path, sizeof(path), "spec.result.%s", x->string);
+    if(!rc)
+      rc = json_set(o, path, cJSON_Duplicate(x, true));
+  }
   free(message);
   if(rc) {
     cJSON_Delete(o);
@@ -74,54 +82,55 @@ static bool transient(gw_rc rc, const struct kube_status *st)
 
 /* After a 409 AlreadyExists: 1 the record is ours (delivered before), 0 it is another
  * operation's, -1 it could not be read (transient when st says so). */
-static int existing_is_ours(const struct pm_ctx *c, struct kube_client *k, struct kube_status *st,
-                            gw_rc *rc, char *why, size_t len)
+static int existing_is_ours(const struct ptah_record *r, struct kube_client *k,
+                            struct kube_status *st, gw_rc *rc, char *why, size_t len)
 {
   cJSON *got = NULL;
-  *rc = kube_get(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, c->o.job_name, &got, st);
+  *rc = kube_get(k, &KUBE_PTAH_RESULT_RECORDS, r->namespace, r->job_name, &got, st);
   if(*rc) {
     snprintf(why, len, "it exists but cannot be read: %s %s", st->reason, st->message);
     return -1;
   }
   const char *id = json_get_str(got, "spec.operation.id");
-  int ours = id && !strcmp(id, c->o.operation);
+  int ours = id && !strcmp(id, r->operation);
   if(!ours)
     snprintf(why, len, "a record of operation \"%.63s\" already has this name; this Job's "
-             "operation is \"%s\"", id ? id : "", c->o.operation);
+             "operation is \"%s\"", id ? id : "", r->operation);
   cJSON_Delete(got);
   return ours;
 }
 
-static void deliver(struct pm_ctx *c, struct kube_client *k, const cJSON *obj)
+static bool deliver(struct st_ctx *stc, const struct ptah_record *r, struct kube_client *k,
+                    const cJSON *obj)
 {
   char where[320], why[1400] = "";
-  snprintf(where, sizeof(where), "PtahResultRecord %s/%s", c->o.namespace, c->o.job_name);
+  snprintf(where, sizeof(where), "PtahResultRecord %s/%s", r->namespace, r->job_name);
   struct kube_status st;
   kube_status_init(&st);
   long long deadline = pm_now_ms() + PM_RECORD_DEADLINE_MS;
   long delay = PM_RECORD_DELAY_MS;
+  bool delivered = false;
   for(int attempt = 1;; attempt++) {
-    gw_rc rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, obj, false, NULL, &st);
+    gw_rc rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, r->namespace, obj, false, NULL, &st);
     int ours = -1;
     if(!rc) {
-      st_pass(&c->st, "record", "created %s (outcome %s)%s", where, pm_outcome_name(c->outcome),
+      st_pass(stc, "record", "created %s (outcome %s)%s", where, r->outcome,
               attempt > 1 ? ", after transient failures" : "");
-      c->record_delivered = true;
+      delivered = true;
       break;
     }
     if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists"))
-      ours = existing_is_ours(c, k, &st, &rc, why, sizeof(why));
+      ours = existing_is_ours(r, k, &st, &rc, why, sizeof(why));
     else
       snprintf(why, sizeof(why), "%d %s: %s", st.code, st.reason[0] ? st.reason : gw_strerror(rc),
                st.message);
     if(ours == 1) {
-      st_pass(&c->st, "record", "%s was already delivered by an earlier Pod of this Job",
-              where);
-      c->record_delivered = true;
+      st_pass(stc, "record", "%s was already delivered by an earlier Pod of this Job", where);
+      delivered = true;
       break;
     }
     if(ours == 0 || !transient(rc, &st) || pm_now_ms() + delay > deadline) {
-      st_fail(&c->st, false, "record", "could not create %s after %d attempt%s: %s", where,
+      st_fail(stc, false, "record", "could not create %s after %d attempt%s: %s", where,
               attempt, attempt > 1 ? "s" : "", why);
       break;
     }
@@ -129,6 +138,132 @@ static void deliver(struct pm_ctx *c, struct kube_client *k, const cJSON *obj)
     delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
   }
   kube_status_release(&st);
+  return delivered;
+}
+
+static struct kube_client *client(struct st_ctx *st, const char *id)
+{
+  struct kube_config cfg;
+  struct kube_client *k = NULL;
+  char err[512];
+  gw_rc rc = kube_config_load(&cfg, NULL, NULL, err, sizeof(err));
+  if(rc) {
+    st_fail(st, false, id, "cannot deliver the result record: %s (a runner Pod uses its "
+            "service account: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the mounted "
+            "token)", err);
+    return NULL;
+  }
+  cfg.max_retries = 2; /* the callers retry for longer, and handle a repeated create */
+  cfg.timeout_ms = 10000;
+  rc = kube_client_new(&k, &cfg, err, sizeof(err));
+  kube_config_release(&cfg);
+  if(rc) {
+    st_fail(st, false, id, "cannot make a Kubernetes client: %s", err[0] ? err : gw_strerror(rc));
+    return NULL;
+  }
+  return k;
+}
+
+bool ptah_record_deliver(struct st_ctx *st, const struct ptah_record *r)
+{
+  struct kube_client *k = client(st, "record");
+  if(!k)
+    return false;
+  cJSON *obj = ptah_record_build(r);
+  bool delivered = false;
+  if(obj)
+    delivered = deliver(st, r, k, obj);
+  else
+    st_fail(st, false, "record", "out of memory");
+  cJSON_Delete(obj);
+  kube_client_free(k);
+  return delivered;
+}
+
+int ptah_record_credential(struct st_ctx *stc, const struct ptah_record *r, char *why,
+                           size_t len)
+{
+  cJSON *obj = ptah_record_build(r);
+  long long deadline = pm_now_ms() + PM_CREDENTIAL_WAIT_MS;
+  long delay = PM_RECORD_DELAY_MS;
+  bool ok = false;
+  why[0] = '\0';
+  while(obj) {
+    struct kube_client *k = client(stc, "credential"); /* the token file may appear late */
+    gw_rc rc = k ? GW_OK : GW_ECONNECT;
+    struct kube_status st;
+    kube_status_init(&st);
+    if(k)
+      rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, r->namespace, obj, true, NULL, &st);
+    int ours = -1;
+    if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists")) /* delivered before? */
+      ours = existing_is_ours(r, k, &st, &rc, why, len);
+    kube_client_free(k);
+    ok = ours >= 0 ? ours == 1 : !rc;
+    if(ours == 0) {
+      kube_status_release(&st);
+      break; /* another operation's record holds the name: this run could never deliver */
+    }
+    if(!ok && ours < 0 && k)
+      snprintf(why, len, "%d %s: %s", st.code, st.reason[0] ? st.reason : gw_strerror(rc),
+               st.message);
+    else if(!ok)
+      snprintf(why, len, "no Kubernetes client (see above)");
+    /* no client: the token may not be written yet, unless this is no Pod at all */
+    bool waiting = !k && getenv("KUBERNETES_SERVICE_HOST");
+    bool again = !ok && (waiting || (k && (transient(rc, &st) || st.code == 401))) &&
+                 pm_now_ms() + delay <= deadline;
+    kube_status_release(&st);
+    if(ok || !again)
+      break;
+    st_sleep_ms((int)delay);
+    delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
+  }
+  cJSON_Delete(obj);
+  if(ok) {
+    st_pass(stc, "credential", "this Pod may create PtahResultRecord %s/%s (dry run)",
+            r->namespace, r->job_name);
+    return 0;
+  }
+  if(!why[0])
+    snprintf(why, len, "out of memory");
+  st_fail(stc, false, "credential", "this Pod cannot deliver its result record, so nothing is "
+          "run: %s", why);
+  return -1;
+}
+
+/* ----- ptah-migrate's record -------------------------------------------------------------- */
+
+/* c's record; extra (owned by the caller, cJSON_Delete it) holds the versions and the lock. */
+static void pm_record(const struct pm_ctx *c, struct ptah_record *r, cJSON **extra,
+                      const char *const *secrets)
+{
+  cJSON *x = cJSON_CreateObject();
+  if(x && c->history_read) {
+    cJSON_AddNumberToObject(x, "fromVersion", (double)c->from);
+    cJSON_AddNumberToObject(x, "toVersion", (double)c->to);
+  }
+  if(x)
+    cJSON_AddBoolToObject(x, "lockContinuous", c->lock_continuous);
+  *extra = x;
+  *r = (struct ptah_record){
+    .owner_kind = "PtahMigration", .owner_name = c->o.owner_name, .namespace = c->o.namespace,
+    .job_name = c->o.job_name, .operation = c->o.operation, .type = c->o.type,
+    .attempt = c->o.attempt, .outcome = pm_outcome_name(c->outcome), .message = c->message,
+    .secrets = secrets, .nsecrets = 2, .started_at = c->started_at,
+    .finished_at = c->finished_at, .result_extra = x,
+  };
+}
+
+static cJSON *build(const struct pm_ctx *c)
+{
+  const char *secrets[] = { c->st.secrets[0], c->st.src.password };
+  struct ptah_record r;
+  cJSON *extra;
+  pm_record(c, &r, &extra, secrets);
+  cJSON *obj = extra ? ptah_record_build(&r) : NULL;
+  cJSON_Delete(extra);
+  return obj;
 }
 
 void pm_record_frame(struct pm_ctx *c)
@@ -149,42 +284,17 @@ void pm_record_frame(struct pm_ctx *c)
   cJSON_free(text);
 }
 
-static struct kube_client *client(struct pm_ctx *c, const char *id)
-{
-  struct kube_config cfg;
-  struct kube_client *k = NULL;
-  char err[512];
-  gw_rc rc = kube_config_load(&cfg, NULL, NULL, err, sizeof(err));
-  if(rc) {
-    st_fail(&c->st, false, id, "cannot deliver the result record: %s (a runner Pod uses its "
-            "service account: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the mounted "
-            "token)", err);
-    return NULL;
-  }
-  cfg.max_retries = 2; /* the callers retry for longer, and handle a repeated create */
-  cfg.timeout_ms = 10000;
-  rc = kube_client_new(&k, &cfg, err, sizeof(err));
-  kube_config_release(&cfg);
-  if(rc) {
-    st_fail(&c->st, false, id, "cannot make a Kubernetes client: %s",
-            err[0] ? err : gw_strerror(rc));
-    return NULL;
-  }
-  return k;
-}
-
 void pm_record_deliver(struct pm_ctx *c)
 {
-  struct kube_client *k = client(c, "record");
-  if(!k)
-    return;
-  cJSON *obj = build(c);
-  if(obj)
-    deliver(c, k, obj);
+  const char *secrets[] = { c->st.secrets[0], c->st.src.password };
+  struct ptah_record r;
+  cJSON *extra;
+  pm_record(c, &r, &extra, secrets);
+  if(extra)
+    c->record_delivered = ptah_record_deliver(&c->st, &r);
   else
     st_fail(&c->st, false, "record", "out of memory");
-  cJSON_Delete(obj);
-  kube_client_free(k);
+  cJSON_Delete(extra);
 }
 
 int pm_record_credential(struct pm_ctx *c)
@@ -193,55 +303,22 @@ int pm_record_credential(struct pm_ctx *c)
   enum pm_outcome saved = c->outcome;
   c->outcome = c->type == PM_APPLY ? PM_UNKNOWN : PM_FAILED;
   pm_now_rfc3339(c->finished_at, sizeof(c->finished_at));
-  cJSON *obj = build(c);
+  const char *secrets[] = { c->st.secrets[0], c->st.src.password };
+  struct ptah_record r;
+  cJSON *extra;
+  pm_record(c, &r, &extra, secrets);
   c->outcome = saved;
+  char why[1400] = "out of memory";
+  int rc = extra ? ptah_record_credential(&c->st, &r, why, sizeof(why)) : -1;
+  cJSON_Delete(extra);
   c->finished_at[0] = '\0';
-  char why[1400] = "";
-  long long deadline = pm_now_ms() + PM_CREDENTIAL_WAIT_MS;
-  long delay = PM_RECORD_DELAY_MS;
-  bool ok = false;
-  for(int attempt = 1; obj; attempt++) {
-    struct kube_client *k = client(c, "credential"); /* the token file may appear late */
-    gw_rc rc = k ? GW_OK : GW_ECONNECT;
-    struct kube_status st;
-    kube_status_init(&st);
-    if(k)
-      rc = kube_create(k, &KUBE_PTAH_RESULT_RECORDS, c->o.namespace, obj, true, NULL, &st);
-    int ours = -1;
-    if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists")) /* delivered before? */
-      ours = existing_is_ours(c, k, &st, &rc, why, sizeof(why));
-    kube_client_free(k);
-    ok = ours >= 0 ? ours == 1 : !rc;
-    if(ours == 0) {
-      kube_status_release(&st);
-      break; /* another operation's record holds the name: this run could never deliver */
-    }
-    if(!ok && ours < 0 && k)
-      snprintf(why, sizeof(why), "%d %s: %s", st.code, st.reason[0] ? st.reason
-               : gw_strerror(rc), st.message);
-    else if(!ok)
-      snprintf(why, sizeof(why), "no Kubernetes client (see above)");
-    /* no client: the token may not be written yet, unless this is no Pod at all */
-    bool waiting = !k && getenv("KUBERNETES_SERVICE_HOST");
-    bool again = !ok && (waiting || (k && (transient(rc, &st) || st.code == 401))) &&
-                 pm_now_ms() + delay <= deadline;
-    kube_status_release(&st);
-    if(ok || !again)
-      break;
-    st_sleep_ms((int)delay);
-    delay = delay * 2 > PM_RECORD_DELAY_MAX_MS ? PM_RECORD_DELAY_MAX_MS : delay * 2;
-    (void)attempt;
-  }
-  cJSON_Delete(obj);
-  if(ok) {
-    st_pass(&c->st, "credential", "this Pod may create PtahResultRecord %s/%s (dry run)",
-            c->o.namespace, c->o.job_name);
+  if(!rc)
     return 0;
-  }
   c->credential_failed = true;
-  st_fail(&c->st, false, "credential", "this Pod cannot deliver its result record, so nothing "
-          "is run: %s", why[0] ? why : "out of memory");
+  if(!extra)
+    st_fail(&c->st, false, "credential", "this Pod cannot deliver its result record, so nothing "
+            "is run: %s", why);
   pm_set(c, PM_FAILED, "the result could not be delivered with this Pod's credential, so "
-         "nothing was read or changed: %s", why[0] ? why : "out of memory");
+         "nothing was read or changed: %s", why);
   return -1;
 }

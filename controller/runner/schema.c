@@ -1,6 +1,7 @@
 /*
  * schema.c: `godwit-runner ptah-plan`: the flags, the protocol check and the order of work of
- * the plan engine (schema.h). docs/dev/ptah-plan-engine.md is the contract.
+ * the plan engine (schema.h), for its three types: Plan, Observe (the same, recorded as an
+ * Observe) and Apply. docs/dev/ptah-plan-engine.md is the contract.
  */
 #include "schema.h"
 
@@ -22,42 +23,87 @@ _Static_assert(offsetof(struct sp_ctx, st) == 0, "ST_COMMON_OPTS offsets are int
 static const struct cfg_opt sp_table[] = {
   { "operation", NULL, CFG_STR, NULL, 0, 0, SP_OFF(operation),
     "the operation id, a DNS-1123 label such as shop-plan-3 (required)" },
+  { "type", NULL, CFG_STR, "Plan", 0, 0, SP_OFF(type),
+    "Plan (compute the plan), Apply (run the approved plan) or Observe (compute it again, "
+    "read-only, after an Apply)" },
   { "attempt", NULL, CFG_INT, "1", 1, 1000000, SP_OFF(attempt),
     "which attempt of the operation this Job is" },
   { "owner-name", NULL, CFG_STR, NULL, 0, 0, SP_OFF(owner_name),
     "the PtahSchema whose plan this is (required)" },
-  { "namespace", NULL, CFG_STR, NULL, 0, 0, SP_OFF(namespace), "its namespace (required)" },
-  { "job-name", NULL, CFG_STR, NULL, 0, 0, SP_OFF(job_name), "this Job's name (required)" },
+  { "namespace", NULL, CFG_STR, NULL, 0, 0, SP_OFF(namespace),
+    "its namespace, where the record is created (required)" },
+  { "job-name", NULL, CFG_STR, NULL, 0, 0, SP_OFF(job_name),
+    "this Job's name, also the record's name (required)" },
   { "desired", NULL, CFG_STR, NULL, 0, 0, SP_OFF(desired),
     "the desired schema, a file of SQL DDL (required)" },
   { "plan-out", NULL, CFG_STR, NULL, 0, 0, SP_OFF(plan_out),
     "where the whole plan goes as JSON (statements, fingerprint, summary, digest)" },
   { "binding", NULL, CFG_STR, "", 0, 0, SP_OFF(binding),
     "the execution binding, hashed into the plan's digest" },
+  { "protected-table", NULL, CFG_STRLIST, NULL, 0, 0, SP_OFF(protected_tables),
+    "schema.table no statement may touch (repeatable, any number of times; a value may hold "
+    "several, one a line)" },
+  { "approved-digest", NULL, CFG_STR, NULL, 0, 0, SP_OFF(approved_digest),
+    "Apply: the digest of the approved plan, sha256:<64 hex> (required for an Apply)" },
+  { "plan-fingerprint", NULL, CFG_STR, NULL, 0, 0, SP_OFF(plan_fingerprint),
+    "Apply: the catalog fingerprint the approved plan was computed against, to say why a plan "
+    "went stale" },
+  { "lock-wait-s", NULL, CFG_INT, "30", 0, 3600, SP_OFF(lock_wait_s),
+    "Apply: seconds to wait for the PtahSchema lock another session holds" },
   { "protocol", NULL, CFG_STR, NULL, 0, 0, SP_OFF(protocol),
     "the runner protocol the Job expects; this runner speaks " PTAH_RUNNER_PROTOCOL
     " (required)" },
   { "result", NULL, CFG_STR, "none", 0, 0, SP_OFF(result),
-    "none: the report and the plan file only (the only delivery so far)" },
+    "durable: create a PtahResultRecord through the Kubernetes API; none: the report and the "
+    "plan file only" },
   ST_COMMON_OPTS,
   { NULL },
 };
+
+static void vmessage(struct sp_ctx *c, bool reset, const char *fmt, va_list ap)
+{
+  struct strbuf sb;
+  strbuf_init(&sb, 4 * PTAH_RECORD_MESSAGE_MAX); /* redacted and cut when written */
+  gw_rc rc = GW_OK;
+  if(!reset && c->message && *c->message)
+    rc = strbuf_addf(&sb, "%s ", c->message);
+  if(!rc)
+    rc = strbuf_vaddf(&sb, fmt, ap);
+  char *s = rc ? NULL : strbuf_take(&sb, NULL);
+  strbuf_release(&sb);
+  if(s || reset) { /* out of memory or too long: keep what was there, unless replacing */
+    free(c->message);
+    c->message = s;
+  }
+}
 
 void sp_set(struct sp_ctx *c, enum sp_outcome o, const char *fmt, ...)
 {
   c->outcome = o;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  vmessage(c, true, fmt, ap);
   va_end(ap);
-  char *s = n < 0 ? NULL : malloc((size_t)n + 1);
-  if(s) {
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-  }
-  free(c->message);
-  c->message = s;
+}
+
+void sp_add_message(struct sp_ctx *c, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(c, false, fmt, ap);
+  va_end(ap);
+}
+
+const char *sp_outcome_name(enum sp_outcome o)
+{
+  static const char *const names[] = { "Failed", "Succeeded", "Applied", "UpToDate", "Partial",
+                                        "Unknown" };
+  return names[o];
+}
+
+const char *sp_type_name(enum sp_type t)
+{
+  return t == SP_APPLY ? "Apply" : t == SP_OBSERVE ? "Observe" : "Plan";
 }
 
 /* ----- the flags -------------------------------------------------------------------------- */
@@ -79,12 +125,32 @@ static int check_args(struct sp_ctx *c)
                                      o->job_name };
   if(ptah_check_identity(&c->st, "ptah-plan", &id))
     return -1;
-  if(strcmp(o->result, "none"))
-    return bad_arg(c, "--result must be none (the plan's durable record is not delivered yet), "
-                      "got \"%.40s\"", o->result);
+  if(!strcmp(o->type, "Plan") || !strcmp(o->type, "Observe") || !strcmp(o->type, "Apply"))
+    c->type = !strcmp(o->type, "Apply") ? SP_APPLY : !strcmp(o->type, "Observe") ? SP_OBSERVE
+                                                                                  : SP_PLAN;
+  else
+    return bad_arg(c, "--type must be Plan, Apply or Observe, got \"%.40s\"", o->type);
+  if(strcmp(o->result, "none") && strcmp(o->result, "durable"))
+    return bad_arg(c, "--result must be none or durable, got \"%.40s\"", o->result);
+  c->durable = !strcmp(o->result, "durable");
   if(!o->desired || !*o->desired)
     return bad_arg(c, "--desired is required: the file of the desired schema's SQL");
-  snprintf(c->appname, sizeof(c->appname), "godwit-ptah-plan-%s", o->operation);
+  const char *const digests[] = { o->approved_digest, o->plan_fingerprint };
+  const char *const flags[] = { "approved-digest", "plan-fingerprint" };
+  for(int i = 0; i < 2; i++) {
+    const char *why = digests[i] ? fmt_sha256_digest.check(digests[i]) : NULL;
+    if(digests[i] && c->type != SP_APPLY)
+      return bad_arg(c, "--%s is for --type Apply only", flags[i]);
+    if(why)
+      return bad_arg(c, "--%s: %s, got \"%.80s\"", flags[i], why, digests[i]);
+  }
+  if(c->type == SP_APPLY && !o->approved_digest)
+    return bad_arg(c, "--approved-digest is required for --type Apply: the digest of the plan "
+                      "a person approved (sha256:<64 hex>)");
+  if(sp_protected_parse(c))
+    return -1;
+  snprintf(c->appname, sizeof(c->appname), "godwit-ptah-%s-%s",
+           c->type == SP_APPLY ? "apply" : "plan", o->operation);
   return 0;
 }
 
@@ -174,32 +240,74 @@ static int refuse(struct sp_ctx *c)
   return -1;
 }
 
-static void run(struct sp_ctx *c)
+/* Reads the desired schema's model, diffs and digests: the plan. 0, or -1 with the message. */
+static int compute(struct sp_ctx *c)
 {
-  if(read_desired(c) || sp_connect(c) || read_target(c) || sp_materialise(c))
-    return;
+  if(read_target(c) || sp_materialise(c))
+    return -1;
   struct pgc_err e;
-  if(sm_read(c->dev, &c->want, &e)) {
-    sp_query_failed(c, "desired", "read the catalog of the materialised desired schema", &e);
-    return;
-  }
+  if(sm_read(c->dev, &c->want, &e))
+    return sp_query_failed(c, "desired", "read the catalog of the materialised desired schema",
+                           &e);
   c->want_read = true;
   sp_dematerialise(c);
   if(refuse(c))
-    return;
+    return -1;
   if(sd_diff(&c->have, &c->want, &c->plan) || sp_finish_plan(&c->plan, c->o.binding)) {
     st_fail(&c->st, false, "plan", "%s", c->plan.err[0] ? c->plan.err : "out of memory");
     sp_set(c, SP_FAILED, "nothing was planned: %s",
            c->plan.err[0] ? c->plan.err : "out of memory");
-    return;
+    return -1;
   }
   c->planned = true;
   st_pass(&c->st, "plan", "%zu statement%s (%zu destructive), digest %s", c->plan.n,
           c->plan.n == 1 ? "" : "s", c->plan.ndestructive, c->plan.digest);
+  return sp_plan_secret(c);
+}
+
+static void run(struct sp_ctx *c)
+{
+  if(read_desired(c))
+    return;
+  if(c->durable && sp_record_credential(c))
+    return; /* a result that cannot be delivered would leave the run uncertain */
+  if(sp_connect(c) || (c->type == SP_APPLY && sp_lock(c)) || compute(c) || sp_protect(c))
+    return;
+  if(c->type == SP_APPLY) {
+    sp_apply(c);
+    return;
+  }
   sp_set(c, SP_SUCCEEDED, "%s; computed against catalog %s (the desired schema materialised "
          "in %s), digest %s", c->plan.summary, c->plan.fingerprint,
          !strcmp(c->materialised, "scratch") ? "a scratch database" : "the dev database",
          c->plan.digest);
+}
+
+/* --protected-table repeats once per protected table (up to 256, spec.policy.protectedTables),
+ * more than a CFG_STRLIST holds: its values are taken out of argv (into c->protected_args)
+ * before the table parses the rest. The argv returned is malloc'd; NULL when out of memory. */
+static char **take_protected(struct sp_ctx *c, int argc, char **argv, int *out_argc)
+{
+  static const char flag[] = "--protected-table";
+  const size_t n = sizeof(flag) - 1;
+  char **av = calloc((size_t)argc + 1, sizeof(char *));
+  c->protected_args = calloc((size_t)argc + 1, sizeof(char *));
+  if(!av || !c->protected_args) {
+    free(av);
+    return NULL;
+  }
+  int ac = 0;
+  for(int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if(i > 0 && !strncmp(a, flag, n) && a[n] == '=')
+      c->protected_args[c->nprotected_args++] = a + n + 1;
+    else if(i > 0 && !strcmp(a, flag) && i + 1 < argc)
+      c->protected_args[c->nprotected_args++] = argv[++i];
+    else
+      av[ac++] = argv[i];
+  }
+  *out_argc = ac;
+  return av;
 }
 
 int ptah_plan_main(int argc, char **argv)
@@ -208,18 +316,26 @@ int ptah_plan_main(int argc, char **argv)
   if(code >= 0)
     return code;
   struct sp_ctx *c = calloc(1, sizeof(*c));
-  if(!c) {
+  int ac = 0;
+  char **av = c ? take_protected(c, argc, argv, &ac) : NULL;
+  if(!av) {
     fprintf(stderr, "godwit-runner ptah-plan: out of memory\n");
+    if(c)
+      free(c->protected_args);
+    free(c);
     return RUNNER_EXIT_TRANSIENT;
   }
   int r = st_init(&c->st, "ptah-plan", "PtahPlanReport", sp_table,
                   "compute the DDL that takes the database to a PtahSchema's desired schema "
-                  "(read-only)",
-                  argc, argv);
+                  "(Plan, Observe: read-only), or run the approved plan (Apply)",
+                  ac, av);
   if(r == 1) {
+    free(av);
+    free(c->protected_args);
     free(c);
     return 0;
   }
+  pm_now_rfc3339(c->started_at, sizeof(c->started_at));
   sp_plan_init(&c->plan);
   c->st.secrets[0] = getenv("GODWIT_DATABASE_URI"); /* redacted from the first line on */
   c->st.secrets[1] = getenv("GODWIT_DEV_DATABASE_URI");
@@ -232,6 +348,7 @@ int ptah_plan_main(int argc, char **argv)
     run(c);
   }
   sp_dematerialise(c);
+  sp_unlock(c);
   code = sp_finish(c);
   PQfinish(c->conn);
   PQfinish(c->admin);
@@ -240,7 +357,10 @@ int ptah_plan_main(int argc, char **argv)
   if(c->want_read)
     sm_release(&c->want);
   sp_plan_release(&c->plan);
+  sp_protected_release(c);
   st_release(&c->st);
+  free(av);
+  free(c->protected_args);
   free(c->desired);
   free(c->message);
   free(c);

@@ -1,23 +1,28 @@
 /*
  * schema.h: `godwit-runner ptah-plan`, the plan engine of a PtahSchema: the desired schema (SQL
- * DDL) against the live database gives an ordered list of DDL statements. Read-only: the step
- * never changes the target database. The contract (flags, report, plan JSON, exit codes) and the
+ * DDL) against the live database gives an ordered list of DDL statements. A Plan or an Observe
+ * is read-only; an Apply runs the plan a person approved (its digest), under the PtahSchema
+ * lock, in one transaction. The contract (flags, report, plan JSON, record, exit codes) and the
  * engine's rules are docs/dev/ptah-plan-engine.md; this header is the map of the files.
  *
  *   schema.c          flags, the protocol check (ptah-migrate's), the order of work
  *   schema_catalog.c  the catalog queries: one row per object kind, one per refused kind
  *   schema_read.c     the model read with libpq, its canonical text and fingerprint
- *   schema_scratch.c  where the desired SQL is materialised: a scratch database, or the dev one
+ *   schema_scratch.c  the sessions: the target, and where the desired SQL is materialised
  *   schema_split.c    the desired SQL cut into statements, so a load error names its line
  *   schema_mark.c     what the diff drops: sets of objects, dependents to a fixed point
  *   schema_diff.c     the diff's order of work: drops, creates, views, comments
  *   schema_table.c    the diff of tables and columns
  *   schema_plan.c     statements, the digest, the plan JSON and the report
+ *   schema_policy.c   protected tables: a plan that changes one is refused
+ *   schema_apply.c    an Apply: the lock, the approved digest, the statements, the verification
+ *   schema_record.c   the PtahResultRecord (--result durable), through ptah_record.c
  *
- * Order of work: protocol, flags, the desired file, connect to the target (read-only session),
- * read its model, materialise the desired SQL (scratch or dev database, one transaction rolled
- * back), read that model, refuse uncovered objects of either side, diff, digest, plan file,
- * report.
+ * Order of work: protocol, flags, the desired file, (durable) the delivery credential, connect
+ * to the target (read-only session; read-write for an Apply), (Apply) the lock, read its model,
+ * materialise the desired SQL (scratch or dev database, one transaction rolled back), read that
+ * model, refuse uncovered objects of either side, diff, digest, protected tables, (Apply) the
+ * approved digest, the statements, the verification, the lock check; plan file, record, report.
  *
  * The model: every object of the covered kinds in the schemas in scope (all but pg_*,
  * information_schema and the schemas of extensions; extension members left out), read with
@@ -26,11 +31,15 @@
  * byte-identical canonical texts. Strings live in the model's arena.
  *
  * Secrets: GODWIT_DATABASE_URI, GODWIT_DEV_DATABASE_URI and their passwords are redacted from
- * every line, the report and the plan file (st_ctx secrets).
+ * every line, the report and the record's message (st_ctx secrets); a plan whose statements
+ * hold one is neither written, nor recorded, nor applied.
  *
- * Exit codes (termination.h): 0 the plan was computed (outcome Succeeded, maybe empty); 1 Failed
- * (bad flags or file, refused objects, desired SQL that does not load, no way to materialise);
- * 2 transient (a connection that may pass, a lost session); 3 the Job asks for another protocol.
+ * Exit codes (termination.h): 0 the plan was computed (Plan, Observe: outcome Succeeded, maybe
+ * empty) or applied (Applied, UpToDate), and the record delivered when durable; 1 Failed,
+ * Partial or Unknown (bad flags or file, refused objects or plan, desired SQL that does not
+ * load, no way to materialise, a stale or failed Apply); 2 transient (a connection that may
+ * pass, a lost session before anything ran, a record not delivered); 3 the Job asks for another
+ * protocol; 4 the delivery credential was refused (nothing read).
  */
 #ifndef GW_RUNNER_SCHEMA_H
 #define GW_RUNNER_SCHEMA_H
@@ -47,6 +56,9 @@
 #define SP_SCRATCH_PREFIX "ptah_scratch_"
 #define SP_SCRATCH_STALE_S 3600 /* a scratch database older than this is a dead run's */
 #define SP_REFUSED_SHOWN 20     /* refused objects named in the message */
+#define SP_LOCK_KEY "ptah.run/PtahSchema" /* the Apply lock: (PTAH_LOCK_CLASS, hashtext(key)) */
+#define SP_RECORD_MAX 1048576   /* the record's JSON; above, plan.statements are left out */
+#define SP_LABELS_SHOWN 20      /* statement labels named in a message */
 
 /* ----- the model ------------------------------------------------------------------------- */
 
@@ -118,6 +130,8 @@ char *sm_canonical(const struct sm_model *m);
 struct sp_stmt {
   const char *sql;   /* one statement, no final ';' */
   const char *label; /* "drop column public.users.age" */
+  const char *table; /* "public.users": the table it creates, alters, drops or rebuilds (a
+                      * column, constraint, index or comment of it counts); NULL for none */
   bool destructive;  /* loses data or a definition the plan does not recreate, or rewrites */
   bool own_txn;      /* ALTER TYPE ... ADD VALUE: commit it before the statements that follow */
 };
@@ -134,10 +148,10 @@ struct sp_plan {
 
 void sp_plan_init(struct sp_plan *p);
 void sp_plan_release(struct sp_plan *p);
-/* Appends a statement (label and sql are kept, not copied: sp_fmt them); -1 when out of
- * memory or when either is NULL. */
-int sp_add(struct sp_plan *p, bool destructive, bool own_txn, const char *label,
-           const char *sql);
+/* Appends a statement (label and sql are kept, not copied: sp_fmt them; table, the key of the
+ * table it touches or NULL, is copied); -1 when out of memory or when label or sql is NULL. */
+int sp_add(struct sp_plan *p, const char *table, bool destructive, bool own_txn,
+           const char *label, const char *sql);
 /* A string in the plan's arena (printf), or NULL. */
 char *sp_fmt(struct sp_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -181,22 +195,31 @@ int sp_finish_plan(struct sp_plan *p, const char *binding);
 /* ----- the step -------------------------------------------------------------------------- */
 
 struct sp_opts {
-  const char *operation, *owner_name, *namespace, *job_name, *protocol, *result;
-  const char *desired, *plan_out, *binding;
-  long attempt;
+  const char *operation, *owner_name, *namespace, *job_name, *protocol, *result, *type;
+  const char *desired, *plan_out, *binding, *approved_digest, *plan_fingerprint;
+  const char *protected_tables[CFG_MAX_LIST]; /* --help only: see sp_ctx.protected_args */
+  long attempt, lock_wait_s;
 };
 
-enum sp_outcome { SP_FAILED, SP_SUCCEEDED };
+enum sp_type { SP_PLAN, SP_APPLY, SP_OBSERVE };
+/* What the run did; the record's spec.result.outcome. Plan and Observe end Succeeded or Failed;
+ * an Apply Applied, UpToDate, Failed, Partial or Unknown. */
+enum sp_outcome { SP_FAILED, SP_SUCCEEDED, SP_APPLIED, SP_UPTODATE, SP_PARTIAL, SP_UNKNOWN };
 
 struct sp_ctx {
   struct st_ctx st; /* first member: ST_COMMON_OPTS and the st_ helpers address it */
   struct sp_opts o;
-  bool args_ok;
+  enum sp_type type;
+  bool args_ok, durable;
   char appname[64];
   char *desired; /* the file's text */
   char desired_sum[DIGEST_SHA256_LEN];
+  const char **protected_args; /* the --protected-table values, taken out of argv */
+  size_t nprotected_args;
+  char **protected; /* "schema.table", malloc'd (schema_policy.c) */
+  size_t nprotected;
 
-  PGconn *conn;   /* the target, a read-only session */
+  PGconn *conn;   /* the target: read-only, or read-write and locked for an Apply */
   PGconn *admin;  /* the target's server, for CREATE/DROP DATABASE of the scratch one */
   PGconn *dev;    /* where the desired SQL is loaded (scratch or dev database): its endpoint
                    * is st.dst, the target's st.src, so that st_redact covers both passwords */
@@ -206,17 +229,27 @@ struct sp_ctx {
   struct sm_model have, want;
   bool have_read, want_read;
   struct sp_plan plan;
-  bool planned;
+  bool planned; /* the plan was computed (and holds no secret) */
+
+  int backend_pid; /* Apply: the session holding the lock */
+  bool locked, lock_continuous;
 
   enum sp_outcome outcome;
+  const char *refusal; /* NULL, "ProtectedTableRefused" or "PlanStale" */
   bool transient;
+  bool record_delivered, credential_failed;
   char *message;
+  char started_at[32], finished_at[32];
 };
 
 int ptah_plan_main(int argc, char **argv);
 
 void sp_set(struct sp_ctx *c, enum sp_outcome o, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+/* Appends a sentence to the message. */
+void sp_add_message(struct sp_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *sp_outcome_name(enum sp_outcome o);
+const char *sp_type_name(enum sp_type t);
 
 /* Materialisation (schema_scratch.c): connects c->dev to a scratch database (created) or to
  * GODWIT_DEV_DATABASE_URI, loads the desired SQL in a transaction left open (the model is read in
@@ -232,7 +265,31 @@ int sp_connect(struct sp_ctx *c);
 /* A failed query before the plan: message, outcome, transient when the connection went. */
 int sp_query_failed(struct sp_ctx *c, const char *id, const char *what, const struct pgc_err *e);
 
-/* The end (schema_plan.c): writes --plan-out, prints RESULT, writes the report; exit code. */
+/* The plan as JSON (malloc'd), or NULL when out of memory (schema_plan.c): the plan file. */
+char *sp_plan_json(const struct sp_ctx *c);
+/* Whether the plan's JSON holds a known secret: then it is not planned (-1, message set). */
+int sp_plan_secret(struct sp_ctx *c);
+/* The end (schema_plan.c): writes --plan-out, delivers the record (durable), prints RESULT,
+ * writes the report; the exit code. */
 int sp_finish(struct sp_ctx *c);
+
+/* Protected tables (schema_policy.c): sp_protected_parse reads --protected-table into
+ * c->protected (-1: a bad name, FAIL config printed); sp_protect refuses a plan with a
+ * statement on one (-1, outcome Failed, refusal ProtectedTableRefused). */
+int sp_protected_parse(struct sp_ctx *c);
+int sp_protect(struct sp_ctx *c);
+void sp_protected_release(struct sp_ctx *c);
+
+/* An Apply (schema_apply.c). sp_lock takes the PtahSchema lock in c->conn (-1: held elsewhere
+ * or a failed query, outcome Failed); sp_apply checks the approved digest, runs the plan and
+ * verifies it, setting the outcome; sp_unlock proves and releases the lock. */
+int sp_lock(struct sp_ctx *c);
+void sp_apply(struct sp_ctx *c);
+void sp_unlock(struct sp_ctx *c);
+
+/* The record (schema_record.c). sp_record_credential: the dry run before anything is read (-1:
+ * credential_failed, outcome Failed). sp_record_deliver sets record_delivered. */
+int sp_record_credential(struct sp_ctx *c);
+void sp_record_deliver(struct sp_ctx *c);
 
 #endif

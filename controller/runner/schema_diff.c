@@ -31,9 +31,11 @@ static bool creates(const struct sd_ctx *d, enum sm_kind k, const char *key)
   return sm_find(d->want, k, key) && (!sm_find(d->have, k, key) || sd_goes(d, k, key));
 }
 
-static void add(struct sd_ctx *d, bool destructive, const char *label, const char *sql)
+/* table: the key of the table the statement touches, NULL for none (sp_stmt.table). */
+static void add(struct sd_ctx *d, const char *table, bool destructive, const char *label,
+                const char *sql)
 {
-  if(!d->rc && (!label || !sql || sp_add(d->p, destructive, false, label, sql)))
+  if(!d->rc && (!label || !sql || sp_add(d->p, table, destructive, false, label, sql)))
     d->rc = -1;
 }
 
@@ -91,8 +93,8 @@ static void enum_values(struct sd_ctx *d)
                                    w->qname, (int)n, p, (int)strcspn(next, "\n"), next)
                           : sp_fmt(d->p, "ALTER TYPE %s ADD VALUE IF NOT EXISTS %.*s AFTER %.*s",
                                    w->qname, (int)n, p, (int)prevn, prev);
-        if(!sql || sp_add(d->p, false, true, sp_fmt(d->p, "add value %.*s to type %s", (int)n,
-                                                    p, w->key), sql))
+        if(!sql || sp_add(d->p, NULL, false, true, sp_fmt(d->p, "add value %.*s to type %s",
+                                                          (int)n, p, w->key), sql))
           d->rc = -1;
       }
       prev = p;
@@ -124,7 +126,7 @@ static void drop_views(struct sd_ctx *d)
       if(used)
         continue;
       bool again = sm_find(d->want, SM_VIEW, l->v[i].key) != NULL;
-      add(d, !again, sp_fmt(d->p, "drop view %s%s", l->v[i].key, again ? " (re-created)" : ""),
+      add(d, NULL, !again, sp_fmt(d->p, "drop view %s%s", l->v[i].key, again ? " (re-created)" : ""),
           sp_fmt(d->p, "DROP VIEW %s", l->v[i].qname));
       done[i] = more = true;
     }
@@ -144,7 +146,7 @@ static void drop_constraints(struct sd_ctx *d, bool fk)
       continue;
     bool again = sm_find(d->want, SM_CONSTRAINT, o->key) != NULL;
     bool with_table = sd_has(d->gone, "table", o->parent); /* the table's drop is destructive */
-    add(d, !again && !with_table,
+    add(d, o->parent, !again && !with_table,
         sp_fmt(d->p, "drop constraint %s%s", o->key, again ? " (re-created)" : ""),
         sp_fmt(d->p, "ALTER TABLE %s DROP CONSTRAINT %s", table_q(d->have, o->parent), o->qname));
   }
@@ -158,7 +160,7 @@ static void drop_indexes(struct sd_ctx *d)
     if(!sd_goes(d, SM_INDEX, o->key) || sd_has(d->gone, "table", o->parent))
       continue;
     bool again = sm_find(d->want, SM_INDEX, o->key) != NULL;
-    add(d, !again, sp_fmt(d->p, "drop index %s%s", o->key, again ? " (re-created)" : ""),
+    add(d, o->parent, !again, sp_fmt(d->p, "drop index %s%s", o->key, again ? " (re-created)" : ""),
         sp_fmt(d->p, "DROP INDEX %s", o->qname));
   }
 }
@@ -190,21 +192,21 @@ static void create_schemas_extensions_types(struct sd_ctx *d)
   const struct sm_list *l = &d->want->k[SM_SCHEMA];
   for(size_t i = 0; i < l->n; i++)
     if(creates(d, SM_SCHEMA, l->v[i].key))
-      add(d, false, sp_fmt(d->p, "create schema %s", l->v[i].key),
+      add(d, NULL, false, sp_fmt(d->p, "create schema %s", l->v[i].key),
           sp_fmt(d->p, "CREATE SCHEMA %s", l->v[i].qname));
   l = &d->want->k[SM_EXTENSION];
   for(size_t i = 0; i < l->n; i++) {
     const struct sm_obj *w = &l->v[i], *h = sm_find(d->have, SM_EXTENSION, w->key);
     const char *v = literal(d->p, w->f[F_EXT_VERSION]);
     if(!h)
-      add(d, false, sp_fmt(d->p, "create extension %s", w->key),
+      add(d, NULL, false, sp_fmt(d->p, "create extension %s", w->key),
           sp_fmt(d->p, "CREATE EXTENSION %s WITH SCHEMA %s VERSION %s", w->qname,
                  w->f[F_EXT_SCHEMA], v ? v : "''"));
     if(h && strcmp(h->f[F_EXT_SCHEMA], w->f[F_EXT_SCHEMA]))
-      add(d, false, sp_fmt(d->p, "move extension %s", w->key),
+      add(d, NULL, false, sp_fmt(d->p, "move extension %s", w->key),
           sp_fmt(d->p, "ALTER EXTENSION %s SET SCHEMA %s", w->qname, w->f[F_EXT_SCHEMA]));
     if(h && strcmp(h->f[F_EXT_VERSION], w->f[F_EXT_VERSION]))
-      add(d, false, sp_fmt(d->p, "update extension %s", w->key),
+      add(d, NULL, false, sp_fmt(d->p, "update extension %s", w->key),
           sp_fmt(d->p, "ALTER EXTENSION %s UPDATE TO %s", w->qname, v ? v : "''"));
   }
   l = &d->want->k[SM_ENUM];
@@ -215,7 +217,7 @@ static void create_schemas_extensions_types(struct sd_ctx *d)
     for(char *p = labels; p && *p; p++)
       if(*p == '\n')
         *p = ','; /* quoted literals: a newline inside one would read as its own \n escape */
-    add(d, false, sp_fmt(d->p, "create type %s", l->v[i].key),
+    add(d, NULL, false, sp_fmt(d->p, "create type %s", l->v[i].key),
         sp_fmt(d->p, "CREATE TYPE %s AS ENUM (%s)", l->v[i].qname, labels ? labels : ""));
   }
 }
@@ -237,10 +239,10 @@ static void create_sequences(struct sd_ctx *d)
     if(!opts || (h && !had))
       d->rc = -1;
     else if(creates(d, SM_SEQUENCE, w->key))
-      add(d, false, sp_fmt(d->p, "create sequence %s", w->key),
+      add(d, NULL, false, sp_fmt(d->p, "create sequence %s", w->key),
           sp_fmt(d->p, "CREATE SEQUENCE %s %s", w->qname, opts));
     else if(h && strcmp(had, opts))
-      add(d, false, sp_fmt(d->p, "alter sequence %s", w->key),
+      add(d, NULL, false, sp_fmt(d->p, "alter sequence %s", w->key),
           sp_fmt(d->p, "ALTER SEQUENCE %s %s", w->qname, opts));
   }
 }
@@ -254,7 +256,7 @@ static void own_sequences(struct sd_ctx *d)
     const char *had = h && !fresh ? h->f[F_SEQ_OWNER] : "";
     if(!strcmp(had, w->f[F_SEQ_OWNER]) && !(had[0] && sd_has(d->gone, "column", had)))
       continue;
-    add(d, false, sp_fmt(d->p, "set owner of sequence %s", w->key),
+    add(d, NULL, false, sp_fmt(d->p, "set owner of sequence %s", w->key),
         sp_fmt(d->p, "ALTER SEQUENCE %s OWNED BY %s", w->qname,
                w->f[F_SEQ_OWNER][0] ? w->f[F_SEQ_OWNER_Q] : "NONE"));
   }
@@ -267,7 +269,7 @@ static void create_constraints(struct sd_ctx *d, bool fk)
     const struct sm_obj *o = &l->v[i];
     if(!strcmp(o->f[F_CON_TYPE], "f") != fk || !creates(d, SM_CONSTRAINT, o->key))
       continue;
-    add(d, false, sp_fmt(d->p, "add constraint %s", o->key),
+    add(d, o->parent, false, sp_fmt(d->p, "add constraint %s", o->key),
         sp_fmt(d->p, "ALTER TABLE %s ADD CONSTRAINT %s %s", table_q(d->want, o->parent), o->qname,
                o->f[F_CON_DEF]));
   }
@@ -278,7 +280,7 @@ static void create_indexes(struct sd_ctx *d)
   const struct sm_list *l = &d->want->k[SM_INDEX];
   for(size_t i = 0; i < l->n; i++)
     if(creates(d, SM_INDEX, l->v[i].key))
-      add(d, false, sp_fmt(d->p, "create index %s", l->v[i].key),
+      add(d, l->v[i].parent, false, sp_fmt(d->p, "create index %s", l->v[i].key),
           sp_fmt(d->p, "%s", l->v[i].f[F_IDX_DEF]));
 }
 
@@ -307,7 +309,7 @@ static void create_views(struct sd_ctx *d)
         def++, n--;
       while(n > 0 && (def[n - 1] == ';' || def[n - 1] == ' ' || def[n - 1] == '\n'))
         n--;
-      add(d, false, sp_fmt(d->p, "create view %s", l->v[i].key),
+      add(d, NULL, false, sp_fmt(d->p, "create view %s", l->v[i].key),
           sp_fmt(d->p, "CREATE VIEW %s AS %.*s", l->v[i].qname, n, def));
       done[i] = more = true;
     }
@@ -322,6 +324,18 @@ static bool target_goes(const struct sd_ctx *d, const struct sm_obj *c)
   return sd_has_full(d->gone, c->parent) || sd_has_full(d->gone, c->f[F_COM_OWNER]);
 }
 
+/* The table a comment is on, or whose column, constraint or index it is on; NULL for none.
+ * F_COM_OWNER is "table:<key>" for a table and its columns and constraints, "index:<key>" for
+ * an index (whose parent is its table). */
+static const char *comment_table(const struct sm_model *m, const struct sm_obj *c)
+{
+  const char *owner = c->f[F_COM_OWNER];
+  if(!strncmp(owner, "table:", 6))
+    return owner + 6;
+  const struct sm_obj *i = strncmp(owner, "index:", 6) ? NULL : sm_find(m, SM_INDEX, owner + 6);
+  return i ? i->parent : NULL;
+}
+
 static void comments(struct sd_ctx *d)
 {
   const struct sm_list *l = &d->want->k[SM_COMMENT];
@@ -329,14 +343,14 @@ static void comments(struct sd_ctx *d)
     const struct sm_obj *w = &l->v[i], *h = sm_find(d->have, SM_COMMENT, w->key);
     if(h && !target_goes(d, h) && !strcmp(h->f[F_COM_TEXT], w->f[F_COM_TEXT]))
       continue;
-    add(d, false, sp_fmt(d->p, "comment on %s", w->key),
+    add(d, comment_table(d->want, w), false, sp_fmt(d->p, "comment on %s", w->key),
         sp_fmt(d->p, "COMMENT ON %s IS %s", w->qname, w->f[F_COM_TEXT]));
   }
   l = &d->have->k[SM_COMMENT];
   for(size_t i = 0; i < l->n; i++) {
     const struct sm_obj *h = &l->v[i];
     if(!sm_find(d->want, SM_COMMENT, h->key) && !target_goes(d, h))
-      add(d, false, sp_fmt(d->p, "remove comment on %s", h->key),
+      add(d, comment_table(d->have, h), false, sp_fmt(d->p, "remove comment on %s", h->key),
           sp_fmt(d->p, "COMMENT ON %s IS NULL", h->qname));
   }
 }
@@ -362,7 +376,7 @@ static void drop_unused(struct sd_ctx *d)
          sd_has(d->gone, "column", o->f[F_SEQ_OWNER]))
         continue; /* went with the column that owned it */
       char *sql = sp_fmt(d->p, order[i].sql, o->qname);
-      add(d, true, sp_fmt(d->p, "drop %s %s", KN(order[i].k), o->key), sql);
+      add(d, NULL, true, sp_fmt(d->p, "drop %s %s", KN(order[i].k), o->key), sql);
     }
   }
 }

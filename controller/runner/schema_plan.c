@@ -12,18 +12,22 @@
  * (lengths make it unambiguous whatever a statement holds): the same statements computed
  * against the same catalog for the same binding have the same digest, and nothing else has.
  *
- * The plan file, one JSON object:
+ * The plan file, one JSON object, written whenever the plan was computed (a refused or
+ * applied one too):
  *   {"kind":"PtahPlan","version":1,"operation":..,"attempt":..,"fingerprint":..,
  *    "desiredChecksum":..,"binding":..,"digest":..,"statementCount":N,"destructiveCount":D,
- *    "summary":..,"statements":[{"sql":..,"label":..,"destructive":b,"ownTransaction":b}]}
+ *    "summary":..,"statements":[{"sql":..,"label":..,"destructive":b,"ownTransaction":b,
+ *    "table":"schema.table" (absent for none)}]}
  *
  * The report (termination message, <= 4096 bytes):
- *   {"kind":"PtahPlanReport","result":"Passed|Failed|Transient","protocol":"1","operation":..,
- *    "attempt":..,"outcome":"Succeeded|Failed","planDigest":..,"fingerprint":..,
- *    "desiredChecksum":..,"statements":N,"destructive":D,"materialisation":..,
- *    "recordDelivered":false,"summary":..,"message":..,"truncated":b}
- * planDigest, fingerprint, statements and destructive are null when no plan was computed; the
- * summary, then the message, are cut until it fits.
+ *   {"kind":"PtahPlanReport","result":"Passed|Failed|Transient|CredentialFailed","protocol":"1",
+ *    "operation":..,"type":"Plan|Apply|Observe","attempt":..,"outcome":..,"refusal":..,
+ *    "planDigest":..,"fingerprint":..,"statements":N,"destructive":D,"desiredChecksum":..,
+ *    "materialisation":..,"lockContinuous":b (Apply only),"recordDelivered":b,"summary":..,
+ *    "message":..,"truncated":b}
+ * planDigest (the digest computed), fingerprint, statements and destructive are null when no
+ * plan was computed; refusal is null, ProtectedTableRefused or PlanStale; the summary, then the
+ * message, are cut until it fits.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,9 +71,13 @@ char *sp_fmt(struct sp_plan *p, const char *fmt, ...)
   return s;
 }
 
-int sp_add(struct sp_plan *p, bool destructive, bool own_txn, const char *label, const char *sql)
+int sp_add(struct sp_plan *p, const char *table, bool destructive, bool own_txn,
+           const char *label, const char *sql)
 {
   if(!label || !sql)
+    return -1;
+  const char *t = table && *table ? arena_strdup(&p->arena, table) : NULL;
+  if(table && *table && !t)
     return -1;
   if(p->n == p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 32;
@@ -79,7 +87,7 @@ int sp_add(struct sp_plan *p, bool destructive, bool own_txn, const char *label,
     p->v = v;
     p->cap = cap;
   }
-  p->v[p->n++] = (struct sp_stmt){ sql, label, destructive, own_txn };
+  p->v[p->n++] = (struct sp_stmt){ sql, label, t, destructive, own_txn };
   p->ndestructive += destructive;
   return 0;
 }
@@ -134,8 +142,7 @@ static gw_rc json_kv(struct strbuf *sb, const char *key, const char *s)
   return rc;
 }
 
-/* The plan as JSON (malloc'd), or NULL when out of memory. */
-static char *plan_json(const struct sp_ctx *c)
+char *sp_plan_json(const struct sp_ctx *c)
 {
   const struct sp_plan *p = &c->plan;
   struct strbuf sb;
@@ -169,8 +176,12 @@ static char *plan_json(const struct sp_ctx *c)
     if(!rc)
       rc = json_kv(&sb, "label", p->v[i].label);
     if(!rc)
-      rc = strbuf_addf(&sb, ",\"destructive\":%s,\"ownTransaction\":%s}",
+      rc = strbuf_addf(&sb, ",\"destructive\":%s,\"ownTransaction\":%s",
                        p->v[i].destructive ? "true" : "false", p->v[i].own_txn ? "true" : "false");
+    if(!rc && p->v[i].table)
+      rc = json_kv(&sb, "table", p->v[i].table);
+    if(!rc)
+      rc = strbuf_addc(&sb, '}');
   }
   if(!rc)
     rc = strbuf_adds(&sb, "]}\n");
@@ -179,28 +190,42 @@ static char *plan_json(const struct sp_ctx *c)
   return s;
 }
 
-/* The plan file holds the statements verbatim (they are what an Apply runs, and what the digest
- * covers): a plan that would carry a known secret is not written at all. */
-static void write_plan(struct sp_ctx *c)
+/* The plan file and the record hold the statements verbatim (they are what an Apply runs, and
+ * what the digest covers): a plan that would carry a known secret is not written, recorded nor
+ * applied. */
+int sp_plan_secret(struct sp_ctx *c)
 {
-  char *json = plan_json(c);
+  char *json = sp_plan_json(c);
   const char *secrets[] = { c->st.secrets[0], c->st.secrets[1], c->st.src.password,
                             c->st.dst.password };
-  for(size_t i = 0; json && i < sizeof(secrets) / sizeof(secrets[0]); i++)
-    if(secrets[i] && strlen(secrets[i]) >= REDACT_MIN_SECRET && strstr(json, secrets[i])) {
-      st_fail(&c->st, false, "plan-out", "the plan holds the connection's password or URI; it "
-              "was not written");
-      sp_set(c, SP_FAILED, "the plan holds the connection's password or URI (in a comment or "
-             "a default of the desired SQL?); it was not written");
-      free(json);
-      return;
-    }
+  bool found = false;
+  for(size_t i = 0; json && i < sizeof(secrets) / sizeof(secrets[0]) && !found; i++)
+    found = secrets[i] && strlen(secrets[i]) >= REDACT_MIN_SECRET && strstr(json, secrets[i]);
+  free(json);
+  if(!found)
+    return 0;
+  c->planned = false;
+  st_fail(&c->st, false, "plan-out", "the plan holds the connection's password or URI; it was "
+          "not written");
+  sp_set(c, SP_FAILED, "%sthe plan holds the connection's password or URI (in a comment or a "
+         "default of the desired SQL?); it was not written", c->type == SP_APPLY ?
+         "nothing was applied: " : "");
+  return -1;
+}
+
+static void write_plan(struct sp_ctx *c)
+{
+  char *json = sp_plan_json(c);
   FILE *out = json ? fopen(c->o.plan_out, "w") : NULL;
   bool ok = out && fputs(json, out) >= 0;
   ok = (out && fclose(out) == 0) && ok;
   free(json);
   if(ok) {
     st_pass(&c->st, "plan-out", "wrote the plan to \"%s\"", c->o.plan_out);
+    return;
+  }
+  if(c->type == SP_APPLY || c->outcome != SP_SUCCEEDED) { /* what happened stands */
+    st_warn(&c->st, "plan-out", "cannot write the plan to \"%s\"", c->o.plan_out);
     return;
   }
   st_fail(&c->st, false, "plan-out", "cannot write the plan to \"%s\"", c->o.plan_out);
@@ -219,15 +244,18 @@ static gw_rc render(const struct sp_ctx *c, const char *result, struct strbuf *s
                     const struct level *l, bool cut)
 {
   const struct st_ctx *st = &c->st;
-  bool planned = c->planned && c->outcome == SP_SUCCEEDED;
   gw_rc rc = strbuf_addf(sb, "{\"kind\":\"PtahPlanReport\",\"result\":\"%s\",\"protocol\":\"%s\"",
                          result, PTAH_RUNNER_PROTOCOL);
   if(!rc)
     rc = st_json_field(st, sb, "operation", c->o.operation ? c->o.operation : "", 100, &cut);
   if(!rc)
-    rc = strbuf_addf(sb, ",\"attempt\":%ld,\"outcome\":\"%s\"", c->o.attempt,
-                     c->outcome == SP_SUCCEEDED ? "Succeeded" : "Failed");
-  if(!rc && planned)
+    rc = strbuf_addf(sb, ",\"type\":\"%s\",\"attempt\":%ld,\"outcome\":\"%s\"",
+                     sp_type_name(c->type), c->o.attempt, sp_outcome_name(c->outcome));
+  if(!rc && c->refusal)
+    rc = strbuf_addf(sb, ",\"refusal\":\"%s\"", c->refusal);
+  else if(!rc)
+    rc = strbuf_adds(sb, ",\"refusal\":null");
+  if(!rc && c->planned)
     rc = strbuf_addf(sb, ",\"planDigest\":\"%s\",\"fingerprint\":\"%s\",\"statements\":%zu,"
                          "\"destructive\":%zu", c->plan.digest, c->plan.fingerprint, c->plan.n,
                      c->plan.ndestructive);
@@ -242,10 +270,12 @@ static gw_rc render(const struct sp_ctx *c, const char *result, struct strbuf *s
     rc = strbuf_addf(sb, ",\"materialisation\":\"%s\"", c->materialised);
   else if(!rc)
     rc = strbuf_adds(sb, ",\"materialisation\":null");
+  if(!rc && c->type == SP_APPLY)
+    rc = strbuf_addf(sb, ",\"lockContinuous\":%s", c->lock_continuous ? "true" : "false");
   if(!rc)
-    rc = strbuf_adds(sb, ",\"recordDelivered\":false");
+    rc = strbuf_addf(sb, ",\"recordDelivered\":%s", c->record_delivered ? "true" : "false");
   if(!rc)
-    rc = st_json_field(st, sb, "summary", planned && c->plan.summary ? c->plan.summary : "",
+    rc = st_json_field(st, sb, "summary", c->planned && c->plan.summary ? c->plan.summary : "",
                        l->summary, &cut);
   if(!rc)
     rc = st_json_field(st, sb, "message", c->message ? c->message : "", l->message, &cut);
@@ -254,21 +284,34 @@ static gw_rc render(const struct sp_ctx *c, const char *result, struct strbuf *s
   return rc;
 }
 
+static bool passed(enum sp_outcome o)
+{
+  return o == SP_SUCCEEDED || o == SP_APPLIED || o == SP_UPTODATE;
+}
+
 int sp_finish(struct sp_ctx *c)
 {
-  if(c->outcome == SP_SUCCEEDED && c->o.plan_out && *c->o.plan_out)
+  if(c->planned && c->o.plan_out && *c->o.plan_out)
     write_plan(c);
-  int code = c->outcome == SP_SUCCEEDED ? RUNNER_EXIT_PASSED
-             : c->transient             ? RUNNER_EXIT_TRANSIENT
-                                        : RUNNER_EXIT_FAILED;
-  const char *result = code == RUNNER_EXIT_PASSED ? "Passed"
-                       : code == RUNNER_EXIT_FAILED ? "Failed"
-                                                    : "Transient";
+  pm_now_rfc3339(c->finished_at, sizeof(c->finished_at));
+  bool durable = c->args_ok && c->durable && !c->credential_failed;
+  if(durable)
+    sp_record_deliver(c);
+  int code = passed(c->outcome) ? RUNNER_EXIT_PASSED : RUNNER_EXIT_FAILED;
+  if(c->transient || (durable && !c->record_delivered))
+    code = RUNNER_EXIT_TRANSIENT;
+  if(c->credential_failed)
+    code = RUNNER_EXIT_CREDENTIAL;
+  const char *result = code == RUNNER_EXIT_PASSED       ? "Passed"
+                       : code == RUNNER_EXIT_FAILED     ? "Failed"
+                       : code == RUNNER_EXIT_CREDENTIAL ? "CredentialFailed"
+                                                        : "Transient";
   const char *secrets[] = { c->st.secrets[0], c->st.secrets[1], c->st.src.password,
                             c->st.dst.password };
   char *line = redact_cut(c->message ? c->message : "", 2000, secrets, 4, NULL);
-  st_print(&c->st, "RESULT %s: outcome %s: %s", result,
-           c->outcome == SP_SUCCEEDED ? "Succeeded" : "Failed", line ? line : "(out of memory)");
+  st_print(&c->st, "RESULT %s: outcome %s: %s%s", result, sp_outcome_name(c->outcome),
+           line ? line : "(out of memory)",
+           durable && !c->record_delivered ? " (the result record was not delivered)" : "");
   free(line);
   char buf[RUNNER_REPORT_MAX] = "";
   for(size_t i = 0; i < sizeof(levels) / sizeof(levels[0]) && !buf[0]; i++) {
@@ -280,7 +323,7 @@ int sp_finish(struct sp_ctx *c)
   }
   if(!buf[0])
     snprintf(buf, sizeof(buf), "{\"kind\":\"PtahPlanReport\",\"result\":\"%s\",\"outcome\":\"%s\","
-             "\"truncated\":true}", result, c->outcome == SP_SUCCEEDED ? "Succeeded" : "Failed");
+             "\"truncated\":true}", result, sp_outcome_name(c->outcome));
   runner_report_write(c->st.o.report, buf);
   return code;
 }

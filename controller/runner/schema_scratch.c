@@ -1,6 +1,6 @@
 /*
- * schema_scratch.c: the sessions of a ptah-plan run (schema.h): the target, read-only, and the
- * database the desired SQL is materialised in.
+ * schema_scratch.c: the sessions of a ptah-plan run (schema.h): the target (read-only; an
+ * Apply's is read-write), and the database the desired SQL is materialised in.
  *
  * Where the desired SQL goes, first that applies:
  *  1. GODWIT_DEV_DATABASE_URI (a devDatabase Secret), when set: an explicit choice wins. The
@@ -126,10 +126,16 @@ int sp_connect(struct sp_ctx *c)
   if(!(c->conn = open_session(c, &c->st.src, "connect")))
     return -1;
   struct pgc_err e;
-  if(pgc_exec(c->conn, &e, "SET default_transaction_read_only = on")) /* the plan changes nothing */
+  bool apply = c->type == SP_APPLY;
+  if(!apply && pgc_exec(c->conn, &e, "SET default_transaction_read_only = on")) /* no change */
     return sp_query_failed(c, "connect", "make the session read-only", &e);
-  st_pass(&c->st, "connect", "connected to %s as application_name %s (PostgreSQL %s), read-only",
-          c->st.src.desc, c->appname, PQparameterStatus(c->conn, "server_version"));
+  /* PostgreSQL 14+: a backend whose runner was killed mid-statement notices within a second,
+   * so it rolls the Apply's transaction back and frees the lock without finishing it. */
+  if(apply && PQserverVersion(c->conn) >= 140000)
+    (void)pgc_exec(c->conn, &e, "SET client_connection_check_interval = '1s'");
+  st_pass(&c->st, "connect", "connected to %s as application_name %s (PostgreSQL %s), %s",
+          c->st.src.desc, c->appname, PQparameterStatus(c->conn, "server_version"),
+          apply ? "read-write" : "read-only");
   return 0;
 }
 

@@ -91,7 +91,7 @@ int sdt_drop(struct sd_ctx *d)
     if(!sd_has(d->gone, "column", h->key) || sd_has(d->gone, "table", h->parent))
       continue;
     bool again = sm_find(d->want, SM_COLUMN, h->key) != NULL;
-    if(sp_add(p, true, false,
+    if(sp_add(p, h->parent, true, false,
               sp_fmt(p, "drop column %s%s", h->key, again ? " (added again: generation changes)"
                                                           : ""),
               sp_fmt(p, "ALTER TABLE %s DROP COLUMN %s", table_q(d->have, h->parent), h->qname)))
@@ -100,7 +100,7 @@ int sdt_drop(struct sd_ctx *d)
   l = &d->have->k[SM_TABLE];
   for(size_t i = 0; i < l->n; i++)
     if(sd_has(d->gone, "table", l->v[i].key) &&
-       sp_add(p, true, false, sp_fmt(p, "drop table %s", l->v[i].key),
+       sp_add(p, l->v[i].key, true, false, sp_fmt(p, "drop table %s", l->v[i].key),
               sp_fmt(p, "DROP TABLE %s", l->v[i].qname)))
       return -1;
   return 0;
@@ -163,14 +163,15 @@ static char *set_form(struct sp_plan *p, const char *opts)
 
 struct alter {
   struct sd_ctx *d;
-  const char *tq, *cq, *key;
+  const char *tq, *cq, *key, *table;
   int rc;
 };
 
 static void alter(struct alter *a, bool destructive, const char *what, const char *action)
 {
   struct sp_plan *p = a->d->p;
-  if(!a->rc && sp_add(p, destructive, false, sp_fmt(p, "alter column %s: %s", a->key, what),
+  if(!a->rc && sp_add(p, a->table, destructive, false,
+                      sp_fmt(p, "alter column %s: %s", a->key, what),
                       sp_fmt(p, "ALTER TABLE %s ALTER COLUMN %s %s", a->tq, a->cq, action)))
     a->rc = -1;
 }
@@ -179,7 +180,7 @@ static int alter_column(struct sd_ctx *d, const char *tq, const struct sm_obj *h
                         const struct sm_obj *w)
 {
   struct sp_plan *p = d->p;
-  struct alter a = { d, tq, w->qname, w->key, 0 };
+  struct alter a = { d, tq, w->qname, w->key, w->parent, 0 };
   const char *hid = h->f[F_COL_IDENTITY], *wid = w->f[F_COL_IDENTITY];
   if(hid[0] && !wid[0])
     alter(&a, false, "drop identity", "DROP IDENTITY");
@@ -228,7 +229,7 @@ static int create_table(struct sd_ctx *d, const struct sm_obj *t, const struct s
     char *def = col_def(p, cols[i]);
     sql = def ? sp_fmt(p, "%s%s%s", sql, i ? ", " : "", def) : NULL;
   }
-  return sp_add(p, false, false, sp_fmt(p, "create table %s", t->key),
+  return sp_add(p, t->key, false, false, sp_fmt(p, "create table %s", t->key),
                 sql ? sp_fmt(p, "%s)", sql) : NULL);
 }
 
@@ -260,7 +261,7 @@ int sdt_create(struct sd_ctx *d)
         rc = alter_column(d, t->qname, h, w);
       else {
         char *def = col_def(d->p, w);
-        rc = sp_add(d->p, false, false, sp_fmt(d->p, "add column %s", w->key),
+        rc = sp_add(d->p, w->parent, false, false, sp_fmt(d->p, "add column %s", w->key),
                     def ? sp_fmt(d->p, "ALTER TABLE %s ADD COLUMN %s", t->qname, def) : NULL);
       }
     }

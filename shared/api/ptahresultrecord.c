@@ -29,6 +29,7 @@ static const char *const read_outcomes[] = { "Succeeded", "Failed", NULL };
 static const char *const apply_outcomes[] = { "Applied", "UpToDate", "Partial", "Failed",
                                               "Unknown", NULL };
 static const char *const phases[] = { "Pending", "Accepted", "Rejected", NULL };
+static const char *const refusals[] = { "ProtectedTableRefused", "PlanStale", NULL };
 
 static const struct sch_field owner_fields[] = {
   { .name = "kind", .type = SCH_STRING, .flags = SCH_REQUIRED, .enums = owner_kinds,
@@ -45,6 +46,40 @@ static const struct sch_field operation_fields[] = {
     .desc = "Plan (PtahSchema only), Apply or Observe." },
   { .name = "attempt", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 1,
     .desc = "Which attempt of the operation wrote the record, from 1." },
+  { 0 }
+};
+
+static const struct sch_field statement_fields[] = {
+  { .name = "sql", .type = SCH_STRING, .flags = SCH_REQUIRED, .max_len = 1048576,
+    .desc = "The statement, schema-qualified, without a final semicolon." },
+  { .name = "label", .type = SCH_STRING, .max_len = 1024,
+    .desc = "What it does, for people (\"add column public.orders.note\")." },
+  { .name = "destructive", .type = SCH_BOOL,
+    .desc = "Whether it loses data or a definition the plan does not re-create, or rewrites." },
+  { .name = "ownTransaction", .type = SCH_BOOL,
+    .desc = "Whether an Apply commits it on its own before the plan's transaction (an enum "
+            "value added)." },
+  { .name = "table", .type = SCH_STRING, .max_len = 256,
+    .desc = "The table (\"schema.table\") it creates, alters, drops or rebuilds, counting its "
+            "columns, constraints, indexes and comments; absent for none." },
+  { 0 }
+};
+
+static const struct sch_field plan_fields[] = {
+  { .name = "fingerprint", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "The fingerprint of the target's catalog the plan was computed against." },
+  { .name = "desiredChecksum", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "The sha256 of the desired schema's SQL." },
+  { .name = "statementCount", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many statements the plan holds." },
+  { .name = "destructiveCount", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many of them are destructive." },
+  { .name = "summary", .type = SCH_STRING, .max_len = 65536,
+    .desc = "The statements' labels, for people." },
+  { .name = "statements", .type = SCH_ARRAY, .item = SCH_OBJECT, .fields = statement_fields,
+    .desc = "The statements, in order; left out when the record would exceed 1 MiB." },
+  { .name = "statementsOmitted", .type = SCH_BOOL,
+    .desc = "True when statements were left out to keep the record within 1 MiB." },
   { 0 }
 };
 
@@ -65,6 +100,12 @@ static const struct sch_field result_fields[] = {
   { .name = "lockContinuous", .type = SCH_BOOL,
     .desc = "Whether the runner held the database lock without interruption for the whole "
             "operation. Absent or false: the result is discarded (LeaseContinuityLost)." },
+  { .name = "refusal", .type = SCH_STRING, .enums = refusals,
+    .desc = "For a PtahSchema: why the plan was refused, with outcome Failed: "
+            "ProtectedTableRefused (a statement changes a protected table) or PlanStale (an "
+            "Apply found a plan other than the approved one)." },
+  { .name = "plan", .type = SCH_OBJECT, .fields = plan_fields,
+    .desc = "For a PtahSchema: the plan the operation computed (a refused one too)." },
   { 0 }
 };
 
@@ -148,6 +189,8 @@ static const struct conv_move v1alpha1_aliases[] = {
   { "spec.ownerName", "spec.ownerRef" },
   { "spec.operationId", "spec.operation" },
   { PTAH_V1_FIELDS, "spec.operation.attempt" },
+  { PTAH_V1_FIELDS, "spec.result.refusal" },
+  { PTAH_V1_FIELDS, "spec.result.plan" },
   { "spec.outcome", "spec.result" },
   { "spec.serviceAccount", "spec.writer" },
   { NULL, NULL }

@@ -3,7 +3,9 @@
  * (docs/dev/ptah-plan-engine.md): for every case of tests/cluster/schema_corpus/, after the plan
  * is applied, `pg_dump --schema-only --no-owner --no-privileges` of the target equals that of a
  * fresh database into which the desired SQL was loaded (after sc_canonical), and a second plan
- * is empty.
+ * is empty. The plan is applied twice: with psql, independently of the runner, and by the
+ * runner's own Apply (--type Apply, the digest planned against "target") on "applied", a copy of
+ * "before": the same catalog gives the same digest, and the same result.
  *
  * A case is one file, NNN-name.sql:
  *   -- expect: <text>        the plan's statements must contain it (any number of lines)
@@ -110,6 +112,8 @@ ParameterizedTest(struct corpus_case *cc, runner_schema_corpus, property, .timeo
                  sc_num(&r, "destructive"), c.destructive, stmts, sc_str(&r, "summary"));
   cr_assert_eq(sc_num(&r, "statements") > 0, strcmp(c.before, c.after) != 0, "%s", r.report);
 
+  char digest[80];
+  snprintf(digest, sizeof(digest), "%s", sc_str(&r, "planDigest"));
   char err[4096];
   cr_assert_eq(sc_apply(&f, "target", &r, err, sizeof(err)), 0,
                "%s: the plan does not apply: %s\nthe plan:\n%s", cc->name, err, stmts);
@@ -126,6 +130,23 @@ ParameterizedTest(struct corpus_case *cc, runner_schema_corpus, property, .timeo
   cr_assert_str_eq(sc_str(&r, "summary"), "no change: the database matches the desired schema");
   free(again);
   sc_free(&r);
+
+  /* the runner's own Apply of that plan, on a copy of "before": the same catalog, the same
+   * digest, the same result */
+  sc_db(&f, "applied");
+  if(c.before[strspn(c.before, " \n")])
+    sc_exec(&f, "applied", c.before);
+  sc_plan(&r, &f, "applied", c.after, (const char *[]){ "--type", "Apply", "--approved-digest",
+                                                         digest, NULL }, NULL);
+  cr_assert_eq(r.code, 0, "%s: the Apply failed:\n%s", cc->name, r.out);
+  cr_assert_str_eq(sc_str(&r, "outcome"), strcmp(c.before, c.after) ? "Applied" : "UpToDate",
+                   "%s: %s", cc->name, r.report);
+  cr_assert_null(strstr(r.out, "WARN verify"), "%s: %s", cc->name, r.out);
+  sc_free(&r);
+  char *applied = sc_dump(&f, "applied");
+  cr_assert_str_eq(applied, want, "%s: the database after the runner's Apply differs from a fresh "
+                   "database loaded with the desired SQL", cc->name);
+  free(applied);
   free(stmts);
   free(got);
   free(want);

@@ -70,8 +70,9 @@ static void write_file(const char *path, const char *text)
   fclose(out);
 }
 
-/* Runs argv with stdout and stderr into outp, env entries added; the exit code. */
-static int run(const char *const *argv, const char *const *env, const char *outp)
+/* Starts argv with stdout and stderr into outp, env entries added (no Kubernetes
+ * configuration unless env gives one); its pid. */
+static pid_t start(const char *const *argv, const char *const *env, const char *outp)
 {
   pid_t pid = fork();
   cr_assert_neq(pid, -1);
@@ -82,15 +83,29 @@ static int run(const char *const *argv, const char *const *env, const char *outp
     unsetenv("GODWIT_DATABASE_URI");
     unsetenv("GODWIT_DEV_DATABASE_URI");
     unsetenv("GODWIT_REPORT");
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
     for(const char *const *e = env; e && *e; e++)
       putenv((char *)*e);
     execvp(argv[0], (char *const *)argv);
     _exit(127);
   }
+  return pid;
+}
+
+static int finish(pid_t pid, const char *what)
+{
   int st;
   cr_assert_eq(waitpid(pid, &st, 0), pid);
-  cr_assert(WIFEXITED(st), "%s did not exit (status %d)", argv[0], st);
+  cr_assert(WIFEXITED(st), "%s did not exit (status %d)", what, st);
   return WEXITSTATUS(st);
+}
+
+/* Runs argv with stdout and stderr into outp, env entries added; the exit code. */
+static int run(const char *const *argv, const char *const *env, const char *outp)
+{
+  return finish(start(argv, env, outp), argv[0]);
 }
 
 static void check_leaks(const char *what, const char *text, const char *uri)
@@ -101,11 +116,11 @@ static void check_leaks(const char *what, const char *text, const char *uri)
                    text);
 }
 
-void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desired,
-             const char *const *args, const char *const *env)
+pid_t sc_plan_start(struct splan *r, struct scfx *f, const char *db, const char *desired,
+                    const char *const *args, const char *const *env)
 {
   memset(r, 0, sizeof(*r));
-  char dpath[128], ppath[128], rpath[128], opath[128], uri[256], envuri[300];
+  char dpath[128], ppath[128], rpath[128], opath[128], uri[256];
   snprintf(dpath, sizeof(dpath), "%s/desired.sql", f->tmp);
   snprintf(ppath, sizeof(ppath), "%s/plan.json", f->tmp);
   snprintf(rpath, sizeof(rpath), "%s/report.json", f->tmp);
@@ -113,7 +128,8 @@ void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desire
   unlink(ppath);
   unlink(rpath);
   write_file(dpath, desired);
-  snprintf(envuri, sizeof(envuri), "GODWIT_DATABASE_URI=%s", sc_uri(f, uri, sizeof(uri), db));
+  snprintf(r->envuri, sizeof(r->envuri), "GODWIT_DATABASE_URI=%s",
+           sc_uri(f, uri, sizeof(uri), db));
   const char *argv[64] = { runner(), "ptah-plan", "--protocol", "1", "--operation", "shop-plan-1",
                            "--owner-name", "shop", "--namespace", "default", "--job-name",
                            "shop-plan-1", "--desired", dpath, "--plan-out", ppath, "--report",
@@ -121,11 +137,29 @@ void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desire
   int argc = 22;
   for(const char *const *a = args; a && *a && argc < 62; a++)
     argv[argc++] = *a;
-  const char *envv[16] = { envuri };
+  const char *envv[16] = { r->envuri };
   int envc = 1;
   for(const char *const *e = env; e && *e && envc < 15; e++)
     envv[envc++] = *e;
-  r->code = run(argv, envv, opath);
+  return start(argv, envv, opath);
+}
+
+static bool one_of(const char *s, const char *const *list)
+{
+  for(; s && *list; list++)
+    if(!strcmp(s, *list))
+      return true;
+  return false;
+}
+
+void sc_plan_wait(struct splan *r, struct scfx *f, const char *db, pid_t pid)
+{
+  char ppath[128], rpath[128], opath[128], uri[256];
+  snprintf(ppath, sizeof(ppath), "%s/plan.json", f->tmp);
+  snprintf(rpath, sizeof(rpath), "%s/report.json", f->tmp);
+  snprintf(opath, sizeof(opath), "%s/out", f->tmp);
+  sc_uri(f, uri, sizeof(uri), db);
+  r->code = finish(pid, "godwit-runner ptah-plan");
   r->out = sr_slurp(opath);
   r->report = sr_slurp(rpath);
   r->planfile = sr_slurp(ppath);
@@ -135,10 +169,18 @@ void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desire
   cr_assert_eq(json_parse_strict(r->report, strlen(r->report), &r->json, err, sizeof(err)), 0,
                "report is not JSON: %s: %s", err, r->report);
   cr_assert_str_eq(json_get_str(r->json, "kind"), "PtahPlanReport", "%s", r->report);
-  static const char *const results[] = { "Passed", "Failed", "Transient" };
-  cr_assert(r->code >= 0 && r->code <= 2, "exit %d:\n%s", r->code, r->out);
+  static const char *const results[] = { "Passed", "Failed", "Transient", "ProtocolMismatch",
+                                          "CredentialFailed" };
+  cr_assert(r->code >= 0 && r->code <= 4 && r->code != 3, "exit %d:\n%s", r->code, r->out);
   cr_assert_str_eq(json_get_str(r->json, "result"), results[r->code]);
-  cr_assert_str_eq(json_get_str(r->json, "outcome"), r->code ? "Failed" : "Succeeded");
+  const char *type = json_get_str(r->json, "type"), *outcome = json_get_str(r->json, "outcome");
+  bool apply = type && !strcmp(type, "Apply");
+  static const char *const apply_passed[] = { "Applied", "UpToDate", NULL };
+  static const char *const apply_failed[] = { "Failed", "Partial", "Unknown", NULL };
+  static const char *const passed[] = { "Succeeded", NULL }, *const failed[] = { "Failed", NULL };
+  cr_assert(one_of(outcome, r->code ? (apply ? apply_failed : failed)
+                                    : (apply ? apply_passed : passed)),
+            "exit %d with outcome %s (%s)", r->code, outcome ? outcome : "none", r->report);
   check_leaks("output", r->out, uri);
   check_leaks("report", r->report, uri);
   check_leaks("plan file", r->planfile, uri);
@@ -149,6 +191,13 @@ void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desire
     cr_assert_not_null(r->plan, "no plan file:\n%s", r->out);
     cr_assert_str_eq(json_get_str(r->plan, "digest"), json_get_str(r->json, "planDigest"));
   }
+}
+
+void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desired,
+             const char *const *args, const char *const *env)
+{
+  pid_t pid = sc_plan_start(r, f, db, desired, args, env);
+  sc_plan_wait(r, f, db, pid);
 }
 
 void sc_free(struct splan *r)

@@ -6,13 +6,15 @@
  *
  * Every sc_plan() checks that no password nor URI appears in stdout, stderr, the report or the
  * plan file, that the report is one JSON object of kind PtahPlanReport of at most 4096 bytes,
- * and that the exit code agrees with "result" (0 Passed, 1 Failed, 2 Transient).
+ * and that the exit code agrees with "result" (0 Passed, 1 Failed, 2 Transient, 4
+ * CredentialFailed) and with "outcome" (0: Succeeded, or Applied or UpToDate for an Apply).
  */
 #ifndef GW_TEST_RUNNER_SCHEMA_UTIL_H
 #define GW_TEST_RUNNER_SCHEMA_UTIL_H
 
 #include <cJSON.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "pgfixture.h"
 
@@ -29,6 +31,7 @@ struct splan {
   char *out, *report, *planfile;
   cJSON *json; /* the report */
   cJSON *plan; /* the plan file, NULL when none was written */
+  char envuri[300];
 };
 
 void sc_start(struct scfx *f, bool createdb);
@@ -44,6 +47,11 @@ void sc_exec(struct scfx *f, const char *db, const char *sql);
  * win) and env ("NAME=value") entries. */
 void sc_plan(struct splan *r, struct scfx *f, const char *db, const char *desired,
              const char *const *args, const char *const *env);
+/* The same in two halves, for a test that acts while the runner runs (one run at a time per
+ * fixture: they share its files). */
+pid_t sc_plan_start(struct splan *r, struct scfx *f, const char *db, const char *desired,
+                    const char *const *args, const char *const *env);
+void sc_plan_wait(struct splan *r, struct scfx *f, const char *db, pid_t pid);
 void sc_free(struct splan *r);
 const char *sc_str(const struct splan *r, const char *path);
 long sc_num(const struct splan *r, const char *path);

@@ -124,6 +124,26 @@ static const struct case_ cases[] = {
     RUNNER, "spec.result.planDigest", "FieldValueRequired" },
   { "schema apply without its digest", REC("PtahSchema", "Apply", "{\"outcome\":\"Unknown\"}"),
     RUNNER, "spec.result.planDigest", "FieldValueRequired" },
+  { "refused plan with its plan",
+    REC("PtahSchema", "Plan", "{\"outcome\":\"Failed\",\"planDigest\":\"" DIGEST "\","
+        "\"refusal\":\"ProtectedTableRefused\",\"plan\":{\"fingerprint\":\"" DIGEST "\","
+        "\"desiredChecksum\":\"" DIGEST "\",\"statementCount\":1,\"destructiveCount\":0,"
+        "\"summary\":\"1 statement\",\"statements\":[{\"sql\":\"ALTER TABLE public.p ADD COLUMN n "
+        "text\",\"label\":\"add column public.p.n\",\"destructive\":false,\"ownTransaction\":"
+        "false,\"table\":\"public.p\"}]}}"),
+    RUNNER, NULL, NULL },
+  { "stale apply, statements omitted",
+    REC("PtahSchema", "Apply", "{\"outcome\":\"Failed\",\"planDigest\":\"" DIGEST "\","
+        "\"refusal\":\"PlanStale\",\"lockContinuous\":true,\"plan\":{\"statementCount\":9000,"
+        "\"statementsOmitted\":true}}"),
+    RUNNER, NULL, NULL },
+  { "refusal outside the enum",
+    REC("PtahSchema", "Plan", "{\"outcome\":\"Failed\",\"refusal\":\"Forbidden\"}"), RUNNER,
+    "spec.result.refusal", "FieldValueNotSupported" },
+  { "plan statement without its sql",
+    REC("PtahSchema", "Observe", "{\"outcome\":\"Succeeded\",\"planDigest\":\"" DIGEST "\","
+        "\"plan\":{\"statements\":[{\"label\":\"x\"}]}}"),
+    RUNNER, "spec.result.plan.statements[0].sql", "FieldValueRequired" },
   { "owner kind outside the enum", REC("Migration", "Apply", "{\"outcome\":\"Applied\"}"), RUNNER,
     "spec.ownerRef.kind", "FieldValueNotSupported" },
   { "attempt zero",
@@ -381,6 +401,34 @@ Test(ptahresultrecord, conversion_is_lossless)
                                                             "godwit.dev/v1-fields")),
                    "{\"spec\":{\"operation\":{\"attempt\":1},\"result\":{\"fromVersion\":3,"
                    "\"lockContinuous\":true,\"toVersion\":5}}}");
+  cr_assert_eq(api_convert(k, o, G "/v1", err, sizeof(err)), GW_OK, "%s", err);
+  cr_assert(cJSON_Compare(o, orig, 1));
+  cJSON_Delete(o);
+  cJSON_Delete(orig);
+}
+
+Test(ptahresultrecord, a_schema_plan_travels_through_v1alpha1)
+{
+  cJSON *o = t_json(REC("PtahSchema", "Apply", "{\"outcome\":\"Failed\",\"planDigest\":\"" DIGEST
+                        "\",\"refusal\":\"PlanStale\",\"lockContinuous\":true,\"plan\":{"
+                        "\"statementCount\":1,\"statements\":[{\"sql\":\"CREATE TABLE public.t "
+                        "(id int)\",\"label\":\"create table public.t\",\"table\":\"public.t\"}]}}"));
+  cJSON *orig = cJSON_Duplicate(o, 1);
+  char err[256];
+  const struct api_kind *k = t_kind(G, K);
+  cr_assert_eq(api_convert(k, o, G "/v1alpha1", err, sizeof(err)), GW_OK, "%s", err);
+  cr_assert_str_eq(json_get_str(o, "spec.planDigest"), DIGEST);
+  cr_assert_null(json_get(o, "spec.result"), "v1alpha1 is flat");
+  const char *fields = cJSON_GetStringValue(
+    cJSON_GetObjectItem(json_get(o, "metadata.annotations"), "godwit.dev/v1-fields"));
+  cr_assert_not_null(strstr(fields, "\"refusal\":\"PlanStale\""), "%s", fields);
+  cr_assert_not_null(strstr(fields, "\"table\":\"public.t\""), "%s", fields);
+  struct api_result r; /* a v1alpha1 object carrying the plan in its annotation is admitted */
+  char *s = cJSON_PrintUnformatted(o);
+  t_admit(&r, API_CREATE, G, K, s, NULL, &users[RUNNER], NULL);
+  cJSON_free(s);
+  t_expect_allowed(&r);
+  api_result_release(&r);
   cr_assert_eq(api_convert(k, o, G "/v1", err, sizeof(err)), GW_OK, "%s", err);
   cr_assert(cJSON_Compare(o, orig, 1));
   cJSON_Delete(o);
