@@ -1,7 +1,6 @@
-/* godwit-controller: reconciles Migration and PtahMigration (PtahSchema and PodMotion are not
- * reconciled yet); one
- * replica leads through a Lease. See
- * controller/manager.h and docs/operations. */
+/* godwit-controller: reconciles Migration, PtahMigration and PtahSchema (PodMotion is not
+ * reconciled yet); one replica leads through a Lease. See controller/manager.h and
+ * docs/operations. */
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,7 +44,7 @@ struct controller_config {
   long qps, burst, api_timeout;
   /* the PtahMigration controller */
   long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval, ptah_log_window;
-  const char *ptah_protocol, *ptah_transport;
+  const char *ptah_protocol, *ptah_transport, *policy;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -121,6 +120,10 @@ static const struct cfg_opt options[] = {
     "again before the termination summary is considered" },
   { "ptah-runner-protocol", "GODWIT_PTAH_RUNNER_PROTOCOL", CFG_STR, PTAH_PROTOCOL, 0, 0, O(ptah_protocol),
     "the runner protocol Ptah Jobs ask for (change only to test a mismatch)" },
+  { "admission-policy", "GODWIT_POLICY", CFG_STR, NULL, 0, 0, O(policy),
+    "the admission policy JSON file the webhook enforces; read when a PtahSchemaApproval is "
+    "judged, for approvals.allowSelfApproval (default: the built-in policy, which forbids "
+    "self-approval)" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -217,9 +220,10 @@ static int run(const struct controller_config *c, const char *identity)
     .retry_base_ms = 2000,
     .legacy_results = c->ptah_transport && !strcmp(c->ptah_transport, "legacy"),
     .log_window_ms = c->ptah_log_window,
+    .policy_file = c->policy,
   };
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||
-               ptah_register(m, &ptah))) {
+               ptah_register(m, &ptah) || ptah_schema_register(m, &ptah))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
     code = 1;
   }
@@ -255,9 +259,9 @@ int main(int argc, char **argv)
   struct controller_config c;
   memset(&c, 0, sizeof(c));
   int code = cfg_main(options, &c, argc, argv, "godwit-controller",
-                      "Reconciles Migration (pgcopydb.io) and PtahMigration (ptah.run): writes "
-                      "status, conditions and Events, runs the runner Jobs; leader-elected "
-                      "through a Lease. PtahSchema, its approvals, and the PodMotion "
+                      "Reconciles Migration (pgcopydb.io), PtahMigration and PtahSchema with "
+                      "its approvals (ptah.run): writes status, conditions and Events, runs the "
+                      "runner Jobs; leader-elected through a Lease. The PodMotion "
                       "(migration.podmotion.io) kinds are admitted by godwit-webhook but not "
                       "reconciled yet: nothing acts on them.");
   if(code >= 0)

@@ -47,6 +47,7 @@ void policy_free(struct policy *p)
   free_rules(p->annotations.deny, p->annotations.ndeny);
   free_strv(p->approver_users);
   free_strv(p->approver_groups);
+  free_strv(p->ptah_denied_statements);
   free(p);
 }
 
@@ -171,7 +172,40 @@ static void digest_of(const char *text, size_t len, char out[72])
 }
 
 static const char *const top_keys[] = { "apiVersion", "kind", "images", "podMetadata",
-                                        "approvals", "limits", NULL };
+                                        "approvals", "limits", "ptah", NULL };
+static const char *const ptah_keys[] = { "allowDestructive", "requireSourceDigest",
+                                         "deniedStatements", NULL };
+
+/* The "ptah" section: what every PtahSchema's plan is verified against. */
+static gw_rc ptah_section(struct parser *ps, const cJSON *o, struct policy *p)
+{
+  p->ptah_allow_destructive = true;
+  if(!o)
+    return GW_OK;
+  if(!cJSON_IsObject(o))
+    return bad(ps, "ptah", "must be an object");
+  for(const cJSON *c = o->child; c; c = c->next) {
+    bool known = false;
+    for(const char *const *k = ptah_keys; *k; k++)
+      known |= !strcmp(*k, c->string);
+    if(!known) {
+      char f[128];
+      snprintf(f, sizeof(f), "ptah.%s", c->string);
+      return bad(ps, f, "unknown field; expected allowDestructive, requireSourceDigest, "
+                        "deniedStatements");
+    }
+  }
+  const cJSON *d = json_get(o, "allowDestructive");
+  if(d && !cJSON_IsBool(d))
+    return bad(ps, "ptah.allowDestructive", "must be true or false");
+  p->ptah_allow_destructive = !d || cJSON_IsTrue(d);
+  const cJSON *r = json_get(o, "requireSourceDigest");
+  if(r && !cJSON_IsBool(r))
+    return bad(ps, "ptah.requireSourceDigest", "must be true or false");
+  p->ptah_require_source_digest = cJSON_IsTrue(r);
+  return strv(ps, json_get(o, "deniedStatements"), "ptah.deniedStatements",
+              &p->ptah_denied_statements, &p->nptah_denied_statements);
+}
 
 gw_rc policy_parse(const char *text, size_t len, struct policy **out, char *err, size_t errlen)
 {
@@ -194,7 +228,8 @@ gw_rc policy_parse(const char *text, size_t len, struct policy **out, char *err,
     for(const char *const *k = top_keys; *k; k++)
       known |= !strcmp(*k, c->string);
     if(!known)
-      rc = bad(&ps, c->string, "unknown field; expected images, podMetadata, approvals, limits");
+      rc = bad(&ps, c->string, "unknown field; expected images, podMetadata, approvals, limits, "
+                               "ptah");
   }
   const char *kind = json_get_str(doc, "kind");
   if(!rc && kind && strcmp(kind, "AdmissionPolicy"))
@@ -217,6 +252,8 @@ gw_rc policy_parse(const char *text, size_t len, struct policy **out, char *err,
   if(!rc && self && !cJSON_IsBool(self))
     rc = bad(&ps, "approvals.allowSelfApproval", "must be true or false");
   p->allow_self_approval = cJSON_IsTrue(self);
+  if(!rc)
+    rc = ptah_section(&ps, json_get(doc, "ptah"), p);
   const cJSON *lim = json_get(doc, "limits");
   if(!rc && lim && !cJSON_IsObject(lim))
     rc = bad(&ps, "limits", "must be an object");
@@ -253,6 +290,7 @@ struct policy *policy_default(void)
   struct policy *p = calloc(1, sizeof(*p));
   if(p) {
     p->limits = default_limits;
+    p->ptah_allow_destructive = true;
     strcpy(p->digest, "builtin");
   }
   return p;

@@ -48,6 +48,11 @@ struct policy {
   char **approver_groups;
   size_t napprover_groups;
   bool allow_self_approval;
+  /* "ptah": what PtahSchema plans are verified against (docs/operations/policy.md) */
+  bool ptah_allow_destructive;     /* false: no destructive plan, whatever a spec opts in to */
+  bool ptah_require_source_digest; /* every PtahSchema pins spec.verification.sourceDigest */
+  char **ptah_denied_statements;   /* globs on plan statement labels ("drop table *") */
+  size_t nptah_denied_statements;
   struct policy_limits limits;
   char digest[72]; /* sha256:<hex> of the source text, for logs and metrics */
 };

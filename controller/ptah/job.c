@@ -6,26 +6,17 @@
 
 #include "digest.h"
 #include "json.h"
-#include "log.h"
 #include "podtemplate.h"
 #include "pm.h"
 
 const char *pm_service_account(const struct pm *p)
 {
-  const char *sa = json_get_str(p->obj, "spec.execution.serviceAccountName");
-  return sa && *sa ? sa : PM_RUNNER_SA;
-}
-
-static const char *image(const struct pm *p)
-{
-  const char *img = json_get_str(p->obj, "spec.execution.runnerImage");
-  return img && *img ? img : p->o->runner_image;
+  return op_service_account(p->obj);
 }
 
 void pm_binding(const struct pm *p, char *buf, size_t len)
 {
-  snprintf(buf, len, "image=%s protocol=%s state=%s", image(p),
-           p->o->protocol ? p->o->protocol : PTAH_PROTOCOL, PTAH_STATE_VERSION);
+  op_binding(p->obj, p->o, buf, len);
 }
 
 static cJSON *args(const struct pm *p, const struct ptah_op *op)
@@ -61,7 +52,7 @@ static void spec_of(struct pm *p, const struct ptah_op *op, struct rj_spec *s)
   s->name = op->job;
   s->step = "apply";
   s->attempt = op->attempt;
-  s->image = image(p);
+  s->image = op_image(p->obj, p->o);
   s->command = cmd;
   s->args = args(p, op);
   s->secrets[0] = (struct rj_secret_env){
@@ -112,65 +103,10 @@ gw_rc pm_job_full_digest(struct pm *p, const struct ptah_op *op, char *out, size
   return rc;
 }
 
-/* Creates obj; AlreadyExists is fine. */
-static gw_rc ensure(struct pm *p, const struct kube_gvr *gvr, cJSON *obj)
-{
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_create(p->ctx->kube, gvr, p->ns, obj, false, NULL, &st);
-  if(rc == GW_ECONFLICT && !strcmp(st.reason, "AlreadyExists"))
-    rc = GW_OK;
-  if(rc)
-    log_kv(LOG_WARN, "cannot create the runner identity", "key", p->ctx->key, "resource",
-           gvr->resource, "name", PM_RUNNER_SA, "error", gw_strerror(rc), "reason", st.reason,
-           LOG_END);
-  kube_status_release(&st);
-  cJSON_Delete(obj);
-  return rc;
-}
-
-static cJSON *object(const char *api_version, const char *kind, const char *ns)
-{
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "apiVersion", api_version);
-  cJSON_AddStringToObject(o, "kind", kind);
-  cJSON *md = cJSON_AddObjectToObject(o, "metadata");
-  cJSON_AddStringToObject(md, "name", PM_RUNNER_SA);
-  cJSON_AddStringToObject(md, "namespace", ns);
-  cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), "app.kubernetes.io/managed-by",
-                          "godwit");
-  return o;
-}
-
-/* The default runner identity, made when the spec names none: the ServiceAccount godwit-runner
- * and its RoleBinding to the ClusterRole godwit-runner (manifests/rbac-runner.yaml: create
- * PtahResultRecords, nothing else). A service account of the user's own is the user's to bind. */
-static gw_rc ensure_identity(struct pm *p)
-{
-  static const struct kube_gvr rolebindings = { "rbac.authorization.k8s.io", "v1",
-                                                "rolebindings", true };
-  if(json_get_str(p->obj, "spec.execution.serviceAccountName"))
-    return GW_OK;
-  gw_rc rc = ensure(p, &KUBE_SERVICEACCOUNTS, object("v1", "ServiceAccount", p->ns));
-  if(rc)
-    return rc;
-  cJSON *rb = object("rbac.authorization.k8s.io/v1", "RoleBinding", p->ns);
-  cJSON *ref = cJSON_AddObjectToObject(rb, "roleRef");
-  cJSON_AddStringToObject(ref, "apiGroup", "rbac.authorization.k8s.io");
-  cJSON_AddStringToObject(ref, "kind", "ClusterRole");
-  cJSON_AddStringToObject(ref, "name", PM_RUNNER_SA);
-  cJSON *subj = cJSON_CreateObject();
-  cJSON_AddStringToObject(subj, "kind", "ServiceAccount");
-  cJSON_AddStringToObject(subj, "name", PM_RUNNER_SA);
-  cJSON_AddStringToObject(subj, "namespace", p->ns);
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(rb, "subjects"), subj);
-  return ensure(p, &rolebindings, rb);
-}
-
 gw_rc pm_job_create(struct pm *p, const struct ptah_op *op, bool *created)
 {
   *created = false;
-  gw_rc rc = ensure_identity(p);
+  gw_rc rc = op_runner_identity(p->ctx, p->obj);
   if(rc)
     return rc;
   struct rj_spec s;

@@ -12,6 +12,7 @@
 #include "../metrics.h"
 #include "json.h"
 #include "pm.h"
+#include "ps.h"
 #include "strbuf.h"
 
 struct render {
@@ -78,4 +79,33 @@ gw_rc pm_metrics(void *ctx, struct strbuf *sb)
       rc = r.rc;
   }
   return rc;
+}
+
+/* Per-PtahSchema: godwit_ptahschema_phase{namespace,name,phase}, 1 for the current phase. */
+struct schema_render {
+  struct strbuf *sb;
+  gw_rc rc;
+};
+
+static void schema_one(void *ctx, const char *key, const cJSON *obj)
+{
+  (void)key;
+  struct schema_render *r = ctx;
+  const char *ns = json_get_str(obj, "metadata.namespace");
+  const char *name = json_get_str(obj, "metadata.name");
+  const char *phase = json_get_str(obj, "status.phase");
+  for(int p = 0; p < PS_COUNT && !r->rc && ns && name; p++)
+    r->rc = strbuf_addf(r->sb, "godwit_ptahschema_phase{namespace=\"%s\",name=\"%s\","
+                        "phase=\"%s\"} %d\n", ns, name, phase_name(&ps_phases, p),
+                        phase && !strcmp(phase, phase_name(&ps_phases, p)));
+}
+
+gw_rc ps_metrics(void *ctx, struct strbuf *sb)
+{
+  gw_rc rc = metric_header(sb, "godwit_ptahschema_phase", "gauge",
+                           "The PtahSchema's phase: 1 for the current one.");
+  struct schema_render r = { sb, GW_OK };
+  if(!rc)
+    informer_each(ctx, NULL, schema_one, &r);
+  return rc ? rc : r.rc;
 }

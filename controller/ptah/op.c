@@ -41,6 +41,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   copy(op->type, sizeof(op->type), json_get_str(o, "type"));
   copy(op->job, sizeof(op->job), json_get_str(o, "jobName"));
   copy(op->inputs, sizeof(op->inputs), json_get_str(o, "inputs"));
+  copy(op->desired, sizeof(op->desired), json_get_str(o, "desiredChecksum"));
   copy(op->tdigest, sizeof(op->tdigest), json_get_str(o, "templateDigest"));
   copy(op->binding, sizeof(op->binding), json_get_str(o, "binding"));
   copy(op->jdigest, sizeof(op->jdigest), json_get_str(o, "jobDigest"));
@@ -68,6 +69,8 @@ void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op
     cJSON_AddNumberToObject(o, "refusedAttempts", op->refused);
   if(*op->inputs)
     cJSON_AddStringToObject(o, "inputs", op->inputs);
+  if(*op->desired)
+    cJSON_AddStringToObject(o, "desiredChecksum", op->desired);
   if(*op->tdigest)
     cJSON_AddStringToObject(o, "templateDigest", op->tdigest);
   if(*op->binding)

@@ -33,12 +33,15 @@
 #define OP_LABEL "ptah.run/operation" /* on the Job and its Pod: the operation id */
 #define OP_ID_MAX 63                  /* a DNS-1123 label */
 #define OP_JOB_MAX 63                 /* the Job controller puts the name in a label */
+#define C_READY "Ready"             /* kstatus, Flux, Argo CD: True when settled */
+#define OP_RUNNER_SA "godwit-runner"  /* spec.execution.serviceAccountName's default */
 
 struct ptah_op {
   char id[OP_ID_MAX + 1];
   char type[16];  /* "Apply", "Observe", "Plan" */
   char job[OP_JOB_MAX + 1];
   char inputs[80];
+  char desired[80];  /* a PtahSchema's: the checksum of the desired SQL the Job mounts */
   char tdigest[80];
   char jdigest[80];  /* the whole Pod template the Job was created with */
   char binding[640]; /* "image=<ref> protocol=<p> state=<v>" */
@@ -84,5 +87,23 @@ enum op_verdict op_legacy_read(struct rec_ctx *c, const struct ptah_op *op,
 /* The record's spec.result.<field>. */
 const char *op_result_str(const struct op_record *r, const char *field);
 long long op_result_int(const struct op_record *r, const char *field, long long dflt);
+
+/* exec.c: what both kinds share about executing an operation. */
+struct ptah_opts;
+/* spec.execution.serviceAccountName, or OP_RUNNER_SA. */
+const char *op_service_account(const cJSON *obj);
+/* spec.execution.runnerImage, or the controller's default. */
+const char *op_image(const cJSON *obj, const struct ptah_opts *o);
+/* The execution binding operations are claimed under now: "image=<ref> protocol=<p> state=<v>". */
+void op_binding(const cJSON *obj, const struct ptah_opts *o, char *buf, size_t len);
+/* The default runner identity, made when the spec names no service account: the ServiceAccount
+ * godwit-runner and its RoleBinding to the ClusterRole godwit-runner (manifests/rbac-runner.yaml:
+ * create PtahResultRecords, nothing else). A service account of the user's own is theirs to bind. */
+gw_rc op_runner_identity(struct rec_ctx *c, const cJSON *obj) GW_MUST_CHECK;
+/* The operation's Job from the caches; absent is confirmed by the API (a Job created a moment ago
+ * may not be in the cache yet). */
+gw_rc op_job_view(const struct rj_owner *owner, const char *job, struct job_view *v) GW_MUST_CHECK;
+/* The newest FailedCreate Event of the Job ("" when none): the API server refused its Pod. */
+void op_pod_refusal(struct rec_ctx *c, const char *job, char *buf, size_t len);
 
 #endif

@@ -19,6 +19,7 @@
 #include "../edit.h"
 #include "../manager.h"
 #include "../runjob.h"
+#include "drive.h"
 #include "op.h"
 #include "ptah.h"
 
@@ -27,11 +28,8 @@ enum pm_phase { PM_PENDING, PM_MIGRATING, PM_UPTODATE, PM_UNCERTAIN, PM_FAILED, 
 #define PM_LABEL "ptah.run/migration"                     /* on Jobs and Pods: the owner */
 #define PM_UNRESOLVED_ANNOTATION "operator.ptah.run/unresolved-run"
 #define PM_FINALIZER "ptah.run/unresolved-run" /* while a run may be or is unresolved */
-#define PM_RUNNER_SA "godwit-runner"                      /* spec.execution's default */
 #define PM_MIGRATIONS_MOUNT "/ptah/migrations"
 #define PM_DEFAULT_BACKOFF_LIMIT 3
-#define PM_ERROR_RETRY_MS 2000                            /* an API error: look again */
-#define C_READY "Ready"
 
 extern const struct phase_table pm_phases;
 
@@ -45,6 +43,7 @@ struct pm {
   int backoff_limit;
   struct status_edit ed;
   struct rj_owner owner;
+  struct op_host host; /* drive.h: this PtahMigration as the operation's host */
   /* after the status write */
   cJSON *set_annotation; /* the unresolved run to copy into the annotation */
   bool clear_annotation;

@@ -1,7 +1,8 @@
 /*
- * ptah.h: the Ptah controllers (ptah.run, seed 001). Today: PtahMigration, versioned SQL from a
- * ConfigMap applied by runner Jobs (`godwit-runner ptah-migrate`), with results delivered as
- * PtahResultRecords. PtahSchema is admitted and stored, not reconciled yet.
+ * ptah.h: the Ptah controllers (ptah.run, seed 001): PtahMigration, versioned SQL from a
+ * ConfigMap applied by runner Jobs (`godwit-runner ptah-migrate`), and PtahSchema, a desired
+ * schema planned, approved and applied by runner Jobs (`godwit-runner ptah-plan`); results are
+ * delivered as PtahResultRecords.
  * docs/dev/ptah-controller.md designs it; docs/api/ptah.md is the API.
  */
 #ifndef GW_CTRL_PTAH_H
@@ -27,6 +28,8 @@ struct ptah_opts {
   long lock_wait_s;          /* how long a runner waits for the database lock (default 30) */
   long retry_base_ms;        /* backoff before attempt 2, doubling (default 2000) */
   bool legacy_results;       /* new operations deliver their result in the log (Legacy) */
+  const char *policy_file;   /* the webhook's admission policy (approvals.allowSelfApproval);
+                              * NULL: the built-in policy */
   long log_window_ms;        /* a legacy log is read this long after its Job ended before the
                               * termination summary is considered (default 120000) */
 };
@@ -34,5 +37,7 @@ struct ptah_opts {
 /* Registers the PtahMigration controller ("ptahmigration"); o is copied (its strings must
  * outlive the manager); NULL: defaults. */
 gw_rc ptah_register(struct mgr *m, const struct ptah_opts *o) GW_MUST_CHECK;
+/* Registers the PtahSchema controller ("ptahschema"); as ptah_register. */
+gw_rc ptah_schema_register(struct mgr *m, const struct ptah_opts *o) GW_MUST_CHECK;
 
 #endif

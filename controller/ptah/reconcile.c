@@ -56,6 +56,29 @@ long long pm_status_int(const struct pm *p, const char *path, long long dflt)
   return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
 }
 
+/* ---- this PtahMigration as the host of its operation (drive.h) ---- */
+
+static void host_ready(void *self, const char *status, const char *reason, const char *msg)
+{
+  pm_ready(self, status, reason, "%s", msg);
+}
+
+static gw_rc host_digest(void *self, const struct ptah_op *op, bool full, char *out, size_t len)
+{
+  return full ? pm_job_full_digest(self, op, out, len) : pm_job_digest(self, op, out, len);
+}
+
+static gw_rc host_create(void *self, const struct ptah_op *op, bool *created)
+{
+  return pm_job_create(self, op, created);
+}
+
+static void host_detail(void *self, const struct ptah_op *op, char *buf, size_t len)
+{
+  (void)self;
+  snprintf(buf, len, "versions %lld to %lld", op->from, op->to);
+}
+
 static void init(struct pm *p, struct rec_ctx *c, const struct ptah_opts *o, cJSON *obj)
 {
   memset(p, 0, sizeof(*p));
@@ -75,6 +98,10 @@ static void init(struct pm *p, struct rec_ctx *c, const struct ptah_opts *o, cJS
                                 .uid = p->uid, .label = PM_LABEL, .runner = "ptah",
                                 .jobs = mgr_cache(c->mgr, &KUBE_JOBS),
                                 .pods = mgr_cache(c->mgr, &KUBE_PODS) };
+  p->host = (struct op_host){ .ctx = c, .ed = &p->ed, .obj = obj, .o = o, .owner = &p->owner,
+                              .busy_reason = "Migrating", .self = p, .ready = host_ready,
+                              .digest = host_digest, .create = host_create,
+                              .detail = host_detail };
 }
 
 static void release(struct pm *p)

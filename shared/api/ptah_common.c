@@ -81,7 +81,11 @@ const struct sch_field ptah_operation_fields[] = {
             "changes before dispatch is retired (ExecutionBindingChanged)." },
   { .name = "inputs", .type = SCH_STRING, .max_len = 80,
     .desc = "The digest of what the operation was given (a PtahMigration: the ConfigMap's "
-            "migrations, the target and the history table)." },
+            "migrations, the target and the history table; a PtahSchema: the desired SQL, the "
+            "execution binding, the protected tables and the generation its plan comes from)." },
+  { .name = "desiredChecksum", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "PtahSchema: the sha256 of the desired SQL the operation's Job mounts (the "
+            "immutable ConfigMap <name>-desired-<12 hex digits>)." },
   { .name = "fromVersion", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
     .desc = "PtahMigration: the version the database was known at when the run was claimed." },
   { .name = "toVersion", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,

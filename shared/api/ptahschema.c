@@ -53,6 +53,19 @@ static const struct sch_field policy_fields[] = {
   { 0 }
 };
 
+static const struct sch_field verification_fields[] = {
+  { .name = "sourceDigest", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "Pins the desired schema: its SQL must hash to this sha256 (sha256sum of the "
+            "file), or nothing is planned from it (ArtifactVerificationRefused). The admission "
+            "policy can require a pin (ptah.requireSourceDigest)." },
+  { .name = "allowDestructive", .type = SCH_BOOL, .dflt = "false",
+    .desc = "Whether a plan may hold destructive statements (drops, rewrites, narrowing type "
+            "changes: marked [destructive] in the plan). false (the default): such a plan is "
+            "not published (ArtifactVerificationRefused). The admission policy can forbid them "
+            "whatever this says (ptah.allowDestructive)." },
+  { 0 }
+};
+
 static const struct sch_field v1_spec[] = {
   { .name = "database", .type = SCH_OBJECT, .flags = SCH_REQUIRED, .fields = ptah_database_fields,
     .desc = "The database whose schema this resource manages. Immutable: create a new "
@@ -64,6 +77,10 @@ static const struct sch_field v1_spec[] = {
     .desc = "What may be changed and who must agree: protected tables and the approval mode." },
   { .name = "execution", .type = SCH_OBJECT, .fields = ptah_execution_fields,
     .desc = "How runner Pods are made: image, extra Pod metadata, service account." },
+  { .name = "verification", .type = SCH_OBJECT, .fields = verification_fields, .dflt = "{}",
+    .desc = "What the desired schema and its plans are verified against before a plan is "
+            "published, with the admission policy's ptah section: a pinned digest of the "
+            "schema source, and whether destructive statements are allowed." },
   { 0 }
 };
 
@@ -79,6 +96,55 @@ static const struct sch_field plan_fields[] = {
   { .name = "summary", .type = SCH_STRING, .max_len = 1024,
     .desc = "A short description of the plan's changes, for people; the plan itself is in the "
             "Plan operation's result record." },
+  { .name = "shortDigest", .type = SCH_STRING, .max_len = 16,
+    .desc = "The digest's first 12 hex digits, for kubectl get." },
+  { .name = "record", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,
+    .desc = "The PtahResultRecord holding the whole plan (spec.result.plan.statements): "
+            "kubectl get ptahresultrecord <record> -o yaml." },
+  { .name = "fingerprint", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "The target catalog's fingerprint the plan was computed against; an Apply refuses "
+            "a catalog that moved since (PlanStale)." },
+  { .name = "desiredChecksum", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "The sha256 of the desired SQL the plan was computed from." },
+  { .name = "binding", .type = SCH_STRING, .max_len = 640,
+    .desc = "The execution binding (runner image, protocol, controller-state version) the plan "
+            "was computed under and hashed into its digest." },
+  { .name = "inputs", .type = SCH_STRING, .max_len = 80,
+    .desc = "The digest of what the plan was computed from (desired SQL, binding, protected "
+            "tables, generation): another value computes a new plan." },
+  { .name = "statements", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many statements the plan has; 0: the database matches the desired schema." },
+  { .name = "destructive", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many of them lose data or a definition (marked [destructive] in the summary)." },
+  { .name = "applyAttempts", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "Applies of this plan whose outcome an observation had to establish." },
+  { .name = "verification", .type = SCH_STRING, .max_len = 80,
+    .desc = "The digest of the verification policy (spec.verification and the admission "
+            "policy's ptah section) the plan was verified against; when it changes, the plan is "
+            "verified again (VerificationPolicyInvalidated when it no longer passes)." },
+  { 0 }
+};
+
+static const struct sch_field applied_fields[] = {
+  { .name = "planDigest", .type = SCH_STRING, .format = &fmt_sha256_digest,
+    .desc = "The plan the database was last brought to (or found at)." },
+  { .name = "operation", .type = SCH_STRING, .format = &fmt_dns1123_label,
+    .desc = "The operation that established it." },
+  { .name = "at", .type = SCH_TIME, .desc = "When." },
+  { 0 }
+};
+
+static const struct sch_field refused_fields[] = {
+  { .name = "inputs", .type = SCH_STRING, .max_len = 80,
+    .desc = "The inputs (as plan.inputs) whose plan was refused or failed: nothing is planned "
+            "again until they change." },
+  { .name = "reason", .type = SCH_STRING, .max_len = 64,
+    .desc = "ProtectedTableRefused, ArtifactVerificationRefused, PlanFailed or ApplyFailed." },
+  { .name = "operation", .type = SCH_STRING, .format = &fmt_dns1123_label,
+    .desc = "The operation that was refused or failed." },
+  { .name = "verification", .type = SCH_STRING, .max_len = 80,
+    .desc = "For a verification refusal: the verification policy's digest it was refused "
+            "under; another policy judges the inputs again." },
   { 0 }
 };
 
@@ -125,6 +191,12 @@ static const struct sch_field v1_status[] = {
     .desc = "The operation in flight, if any." },
   { .name = "lastResult", .type = SCH_OBJECT, .fields = last_result_fields,
     .desc = "The last operation whose result was accepted." },
+  { .name = "operationCount", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "How many operations were claimed; the next id ends in this number plus one." },
+  { .name = "applied", .type = SCH_OBJECT, .fields = applied_fields,
+    .desc = "The plan the database was last brought to." },
+  { .name = "refused", .type = SCH_OBJECT, .fields = refused_fields,
+    .desc = "The inputs whose plan was refused or whose Apply failed, until they change." },
   { 0 }
 };
 
@@ -279,6 +351,13 @@ static void check_protected_qualified(const struct api_ctx *c, const struct rule
   }
 }
 
+static void check_source_pinned(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  if(c->policy && c->policy->ptah_require_source_digest && !api_unchanged(c, "spec.verification") &&
+     !json_get_str(c->obj, "spec.verification.sourceDigest"))
+    rule_fail(e, r);
+}
+
 static void check_author_missing(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
   if(ptah_user(c) && ptah_spec_changed(c) && !author_of(c->obj))
@@ -329,6 +408,9 @@ static const struct rule rules[] = {
     "labels and annotations must be valid, must not use a reserved prefix (ptah.run/, "
     "operator.ptah.run/, kubernetes.io/, k8s.io/, godwit.dev/ or a subdomain of them) and must "
     "pass the admission policy's podMetadata rules" },
+  { "spec.verification.sourceDigest", FERR_FORBIDDEN, check_source_pinned,
+    "is required by the admission policy (ptah.requireSourceDigest): pin the desired schema "
+    "with its sha256 (sha256sum of the SQL, as \"sha256:<64 hex digits>\")", .policy = true },
   { PTAH_SPEC_AUTHOR_FIELD, FERR_REQUIRED, check_author_missing,
     "was not recorded: godwit's mutating webhook stamps the author of every spec change; check "
     "that the godwit MutatingWebhookConfiguration is installed and covers ptahschemas" },
@@ -399,9 +481,12 @@ static const struct api_version versions[] = {
 
 static const struct printer_column columns[] = {
   { "Phase", "string", ".status.phase", "Where the schema is", 0 },
+  { "Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status",
+    "Whether the database matches the desired schema", 0 },
+  { "Plan", "string", ".status.plan.shortDigest", "The current plan's digest, short", 0 },
   { "Approval", "string", ".spec.policy.approval", "Required or Automatic", 0 },
   { "Author", "string", ".status.plan.author", "Who wrote the planned spec", 0 },
-  { "Plan", "string", ".status.plan.digest", "Digest of the current plan", 1 },
+  { "Digest", "string", ".status.plan.digest", "Digest of the current plan", 1 },
   { "Age", "date", ".metadata.creationTimestamp", NULL, 0 },
   { 0 }
 };

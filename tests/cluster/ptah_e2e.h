@@ -7,6 +7,7 @@
 #define GW_TESTS_PTAH_E2E_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "e2e.h"
 
@@ -41,5 +42,39 @@ void ptah_acknowledge(struct e2e *e, const char *user, const char *ack, const ch
 void ptah_kill_runner_during(struct e2e *e, const char *name, const char *needle);
 /* The annotation operator.ptah.run/unresolved-run of name ("" when absent). */
 const char *ptah_unresolved_annotation(struct e2e *e, const char *name);
+
+/* ---- PtahSchema "orders" of the database in Secret "dst" ---- */
+
+#define ORDERS_V1 "CREATE TABLE public.orders (id bigint PRIMARY KEY, placed_at timestamptz NOT NULL);"
+#define ORDERS_V2                                                                               \
+  "CREATE TABLE public.orders (id bigint PRIMARY KEY, placed_at timestamptz NOT NULL,"          \
+  " note text);"
+
+/* ptah_start (faults: the API server's fault injection; no_controller: started later), the
+ * waits and Event helpers reading PtahSchemas; dst_app gets CREATEDB (the plan engine's scratch
+ * database). */
+void psch_start(struct e2e *e, bool faults);
+void psch_start_opts(struct e2e *e, const struct e2e_opts *o);
+/* kubectl apply -f of yaml as user; the exit code, output in *out (may be NULL). */
+int psch_apply_as(struct e2e *e, const char *user, char **out, const char *yaml);
+/* user applies PtahSchema "orders" with spec.schema.sql (a YAML double-quoted string) and more
+ * spec lines (two spaces in, or NULL); asserts success. */
+void psch_schema(struct e2e *e, const char *user, const char *sql, const char *more);
+/* user creates PtahSchemaApproval name of "orders" for digest (planAuthor when not NULL); the
+ * kubectl exit code, output in *out. */
+int psch_approve(struct e2e *e, const char *user, const char *name, const char *digest,
+                 const char *plan_author, char **out);
+/* The approval's status.phase ("" when absent), thread-local buffer; wait for one. */
+const char *psch_approval_phase(struct e2e *e, const char *name);
+bool psch_wait_approval(struct e2e *e, const char *name, const char *phase, int timeout_ms);
+/* Events of that reason on the approval. */
+int psch_approval_events(struct e2e *e, const char *name, const char *reason);
+/* Waits for the phase of "orders"; asserts with its state on timeout. */
+void psch_want_phase(struct e2e *e, const char *phase, int timeout_ms);
+/* Waits until "orders" waits for an approval of a plan other than not_digest (NULL: any); the
+ * digest into out. */
+void psch_want_new_plan(struct e2e *e, const char *not_digest, char *out, size_t len);
+/* Whether public.<table> of database shop has the column. */
+bool psch_has_column(struct e2e *e, const char *table, const char *column);
 
 #endif

@@ -80,3 +80,35 @@ Test(policy, glob)
   cr_assert(policy_glob("a?c*", "abcdef"));
   cr_assert_not(policy_glob("a?c", "ac"));
 }
+
+Test(policy, ptah_section)
+{
+  struct policy *p = t_policy("{\"ptah\":{\"allowDestructive\":false,\"requireSourceDigest\":true,"
+                              "\"deniedStatements\":[\"drop table *\",\"create extension *\"]}}");
+  cr_assert_not(p->ptah_allow_destructive);
+  cr_assert(p->ptah_require_source_digest);
+  cr_assert_eq(p->nptah_denied_statements, 2);
+  cr_assert(policy_glob(p->ptah_denied_statements[0], "drop table public.orders"));
+  cr_assert_not(policy_glob(p->ptah_denied_statements[0], "drop column public.orders.note"));
+  policy_free(p);
+  p = policy_default();
+  cr_assert(p->ptah_allow_destructive, "the built-in policy leaves destructive plans to the spec");
+  cr_assert_not(p->ptah_require_source_digest);
+  policy_free(p);
+  struct {
+    const char *text, *field;
+  } bad[] = {
+    { "{\"ptah\":{\"allowDestructive\":\"no\"}}", "ptah.allowDestructive" },
+    { "{\"ptah\":{\"requireSourceDigest\":1}}", "ptah.requireSourceDigest" },
+    { "{\"ptah\":{\"deniedStatements\":\"drop table *\"}}", "ptah.deniedStatements" },
+    { "{\"ptah\":{\"allowDestruction\":true}}", "ptah.allowDestruction" },
+    { "{\"ptah\":[]}", "ptah" },
+  };
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    struct policy *q = (struct policy *)1;
+    char err[256];
+    cr_assert_neq(parse(bad[i].text, &q, err), GW_OK, "%s accepted", bad[i].text);
+    cr_assert_null(q);
+    cr_assert(strstr(err, bad[i].field), "error \"%s\" does not name %s", err, bad[i].field);
+  }
+}

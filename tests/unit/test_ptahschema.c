@@ -303,6 +303,7 @@ Test(ptahschema, unchanged_spec_keeps_the_author_without_a_patch)
   cJSON *sent = t_json(BOB_SQL);
   cJSON_Delete(json_detach(o, "spec.policy"));
   cJSON_Delete(json_detach(o, "spec.database.connectionSecretRef.key"));
+  cJSON_Delete(json_detach(o, "spec.verification"));
   cr_assert(cJSON_Compare(o, sent, 1), "only defaults were added");
   cJSON_Delete(o);
   cJSON_Delete(sent);
@@ -365,6 +366,27 @@ Test(ptahschema, runner_image_registry_is_a_policy_refusal)
           SPEC(SQL ",\"execution\":{\"runnerImage\":\"registry.example.com/ptah/runner:1.4\"}"),
           NULL, &T_ALICE, p);
   t_expect_allowed(&r);
+  api_result_release(&r);
+  policy_free(p);
+}
+
+Test(ptahschema, a_source_digest_the_policy_requires_is_a_policy_refusal)
+{
+  struct policy *p = t_policy("{\"ptah\":{\"requireSourceDigest\":true}}");
+  struct api_result r;
+  t_admit(&r, API_CREATE, G, K, SPEC(SQL), NULL, &T_ALICE, p);
+  t_expect_cause(&r, "spec.verification.sourceDigest", "FieldValueForbidden");
+  cr_assert(ferrs_all_policy(&r.errs), "a policy refusal alone is a 403: %s", t_causes(&r));
+  cr_assert(strstr(t_causes(&r), "ptah.requireSourceDigest") != NULL, "%s", t_causes(&r));
+  api_result_release(&r);
+  t_admit(&r, API_CREATE, G, K,
+          SPEC(SQL ",\"verification\":{\"sourceDigest\":\"sha256:0d5ee5fc8eb6a1e8c77b1b1dd1b2cbb0"
+               "b3d2f8b6bd7a3c5c0a7a4b9a1f0e6c3d\"}"), NULL, &T_ALICE, p);
+  t_expect_allowed(&r);
+  api_result_release(&r);
+  t_admit(&r, API_CREATE, G, K, SPEC(SQL ",\"verification\":{\"sourceDigest\":\"abc\"}"), NULL,
+          &T_ALICE, NULL);
+  t_expect_cause(&r, "spec.verification.sourceDigest", "FieldValueInvalid");
   api_result_release(&r);
   policy_free(p);
 }
@@ -510,7 +532,8 @@ Test(ptahschema, conversion_keeps_what_v1alpha1_cannot_hold)
 {
   cJSON *o = t_json("{" V1 ",\"spec\":{\"database\":{\"connectionSecretRef\":{\"name\":\"db\","
                     "\"key\":\"dsn\"}},\"schema\":{\"configMapRef\":{\"name\":\"s\",\"key\":"
-                    "\"v2.sql\"}},\"policy\":{\"approval\":\"Required\"}},\"status\":{\"phase\":"
+                    "\"v2.sql\"}},\"policy\":{\"approval\":\"Required\"},\"verification\":"
+                    "{\"allowDestructive\":true}},\"status\":{\"phase\":"
                     "\"AwaitingApproval\",\"plan\":{\"digest\":\"sha256:0d5ee5fc8eb6a1e8c77b1b1dd1b2"
                     "cbb0b3d2f8b6bd7a3c5c0a7a4b9a1f0e6c3d\",\"author\":\"bob\",\"generation\":3}}}");
   cJSON *orig = cJSON_Duplicate(o, 1);
@@ -526,8 +549,8 @@ Test(ptahschema, conversion_keeps_what_v1alpha1_cannot_hold)
   const char *ann = cJSON_GetStringValue(
     cJSON_GetObjectItem(json_get(o, "metadata.annotations"), "godwit.dev/v1-fields"));
   cr_assert_str_eq(ann, "{\"spec\":{\"database\":{\"connectionSecretRef\":{\"key\":\"dsn\"}},"
-                        "\"schema\":{\"configMapRef\":{\"key\":\"v2.sql\"}}},\"status\":{\"plan\":"
-                        "{\"generation\":3}}}");
+                        "\"schema\":{\"configMapRef\":{\"key\":\"v2.sql\"}},\"verification\":"
+                        "{\"allowDestructive\":true}},\"status\":{\"plan\":{\"generation\":3}}}");
   cr_assert_str_eq(author(o), "alice", "other annotations are left alone");
   cr_assert_eq(api_convert(k, o, G "/v1", err, sizeof(err)), GW_OK, "%s", err);
   cr_assert(cJSON_Compare(o, orig, 1));
