@@ -54,8 +54,8 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
-        bench-webhook bench-migration bench-controller bench-ptah fuzz demo demo-ptah demo-webhook \
-        certs manifests check-generated clean fuzz-targets
+        bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan fuzz demo demo-ptah \
+        demo-webhook certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
 # Tests may include webhook headers; shared/ never does (STYLE.md).
@@ -146,7 +146,8 @@ $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 # prove both; tests/pg/pg-without-plugin-setting.sh brings the older), as root or through sudo.
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
             libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang sqlite3 libsqlite3-0 \
-            libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb
+            libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb \
+            time
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq || echo "make deps: apt-get update failed; going on with the package lists at hand"; \
@@ -249,8 +250,8 @@ $(BUILD)/godwit-bench-probe: $(call obj,bench/migration/probe.c) $(SHARED_LIB)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # make bench: every benchmark, one after the other (bench-webhook about 3 minutes,
-# bench-migration about 2 at its default size, bench-controller about 2, bench-ptah about 1;
-# docs/operations/benchmarks.md).
+# bench-migration about 2 at its default size, bench-controller about 2, bench-ptah about 1,
+# bench-ptah-plan about 1; docs/operations/benchmarks.md).
 bench: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler \
 	  $(BUILD)/godwit-bench-probe
@@ -258,6 +259,7 @@ bench: deps
 	bench/migration/run.sh $(BUILD)
 	bench/controller/run.sh $(BUILD)
 	bench/ptah/run.sh $(BUILD)
+	bench/ptah-plan/run.sh $(BUILD)
 
 # The controller at scale: 500 dry-run Migrations at once, then 5,000 cached objects.
 bench-controller: deps
@@ -276,6 +278,11 @@ bench-migration: deps
 bench-ptah: deps
 	$(MAKE) all
 	bench/ptah/run.sh $(BUILD)
+
+# A PtahSchema plan of a 300-table schema with one changed column, against pg_dump --schema-only.
+bench-ptah-plan: deps
+	$(MAKE) $(BUILD)/godwit-runner
+	bench/ptah-plan/run.sh $(BUILD)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,
 # every object instrumented (SAN=-fsanitize=fuzzer-no-link,...); the arena is replaced by
@@ -301,7 +308,8 @@ demo: deps
 	tests/demo/migration-demo.sh $(BUILD)
 
 # A PtahMigration from apply to Ready, then a run killed mid-version settled by an approver's
-# acknowledgment (kubectl --context alice), on the local cluster with one PostgreSQL server.
+# acknowledgment (kubectl --context alice), then a PtahSchema's approval flow (bob writes, alice
+# approves, a stale approval is refused), on the local cluster with one PostgreSQL server.
 demo-ptah: deps
 	$(MAKE) all
 	tests/demo/ptah-demo.sh $(BUILD)
