@@ -10,13 +10,21 @@
 # the PtahMigration goes Uncertain and plans nothing. bob may not settle it (not an approver);
 # alice reads the history table with psql and settles it with a PtahMigrationRunAcknowledgment
 # (`kubectl --context alice create -f`), after which the version is applied, once.
+# Then a PtahSchema, in a second database "catalog" (its role has CREATEDB, for the plan engine's
+# scratch database): bob applies the desired schema of one table (inline SQL); the plan waits
+# for an approval (`kubectl get ptahschemas`, `kubectl godwit plan ptahschema products`, with
+# plugin/ on PATH); bob's approval of his own plan is refused by the webhook; alice approves
+# (`kubectl godwit approve ptahschema products`) and the table lands (`kubectl wait
+# --for=condition=Ready`, psql, the Events). bob adds a column: a new plan; alice's approval of
+# the old digest goes Stale (Event ApprovalStale on it); her approval of the new one lands it.
 # Everything it started is stopped and removed when it ends, also on Ctrl-C.
 #
 #   tests/demo/ptah-demo.sh [BUILD]      # BUILD defaults to build
 #
 # Every step checks itself; the first that fails stops the demo with a message, the
-# PtahMigration's description and the last lines of the controller's and job runner's logs
-# (exit 1). Walkthrough of the same steps: docs/walkthrough-ptah.md.
+# PtahMigration's (or PtahSchema's) description, its runner Pods' logs and the last lines of the
+# controller's, job runner's and webhook's logs (exit 1). Walkthrough of the same steps:
+# docs/walkthrough-ptah.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-build}
@@ -25,7 +33,7 @@ export GODWIT_BUILD=$BUILD
 WORK=$(mktemp -d /tmp/godwit-ptah-demo-XXXXXX)
 chmod 755 "$WORK"
 export KUBECONFIG=$WORK/cluster/kubeconfig
-WATCH='' PG_UP=''
+WATCH='' PG_UP='' SCHEMA_PART=''
 
 cleanup() {
   set +e
@@ -56,8 +64,14 @@ die() {
     [ -s "$WORK/cluster/$f.log" ] && { echo "--- $f.log (last lines)" >&2; tail -n 20 "$WORK/cluster/$f.log" >&2; }
   done
   echo "--- the runner Pods' logs (last lines)" >&2
-  kubectl logs -l ptah.run/migration=shop --prefix --tail=15 >&2 2>/dev/null || true
-  kubectl describe ptahmigration shop >&2 2>/dev/null || true
+  if [ -z "$SCHEMA_PART" ]; then
+    kubectl logs -l ptah.run/migration=shop --prefix --tail=15 >&2 2>/dev/null || true
+    kubectl describe ptahmigration shop >&2 2>/dev/null || true
+  else
+    kubectl logs -l ptah.run/schema=products --prefix --tail=15 >&2 2>/dev/null || true
+    kubectl describe ptahschema products >&2 2>/dev/null || true
+    kubectl get ptahschemaapprovals -o wide >&2 2>/dev/null || true
+  fi
   exit 1
 }
 
@@ -75,15 +89,17 @@ pg_up() {
   cat "$WORK/pg.err" >&2
   return 1
 }
-# psql over the server's unix socket, as the PostgreSQL role $1 (trusted locally).
+# psql over the server's unix socket, as the PostgreSQL role $1 (trusted locally), to the
+# database $DB.
+DB=shop
 sql() {
   local role=$1
   shift
-  psql -X -q -v ON_ERROR_STOP=1 -h "$WORK/pg/sock" -p "$PG_PORT" -U "$role" -d shop "$@"
+  psql -X -q -v ON_ERROR_STOP=1 -h "$WORK/pg/sock" -p "$PG_PORT" -U "$role" -d "$DB" "$@"
 }
 # Shows and runs one query as role $1 (the socket and port left out of what is shown).
 runsql() {
-  show psql -U "$1" -d shop -c "$2"
+  show psql -U "$1" -d "$DB" -c "$2"
   sql "$1" -c "$2"
 }
 # What the demo reads of the PtahMigration, with kubectl's jsonpath.
@@ -352,4 +368,205 @@ expect "the unresolved-run annotation" "$(pm '{.metadata.annotations.operator\.p
 expect "the index of version 4" "$(sql postgres -tAc "SELECT to_regclass('public.orders_placed_at')")" orders_placed_at
 has_event Normal UnresolvedRunAcknowledged
 
-say "done in $((SECONDS - START)) s: the demo stops everything it started"
+MIGRATION_TIME=$((SECONDS - START))
+
+# ---- PtahSchema: bob writes the schema he wants, the controller plans, alice approves
+SCHEMA_PART=1
+DB=catalog
+export PATH=$ROOT/plugin:$PATH # kubectl finds the plugin kubectl-godwit as `kubectl godwit`
+SCHEMA_START=$SECONDS
+# What the demo reads of the PtahSchema products, with kubectl's jsonpath.
+psch() { kubectl get ptahschema products -o jsonpath="$1" 2>/dev/null || true; }
+ps_ready() { psch '{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}'; }
+approval_phase() { kubectl get ptahschemaapproval "$1" -o jsonpath='{.status.phase}' 2>/dev/null || true; }
+# Waits at most $5 seconds for an Event of type $3 and reason $4 on the $1 named $2 (the
+# controller records it right after the status write the demo waited for).
+has_event_on() {
+  local i=0 limit=$(( $5 * 5 ))
+  until kubectl get events --field-selector "involvedObject.kind=$1,involvedObject.name=$2" \
+      -o jsonpath='{range .items[*]}{.type} {.reason}{"\n"}{end}' 2>/dev/null | grep -qx "$3 $4"; do
+    i=$((i + 1))
+    [ $i -lt $limit ] || die "no $3 Event $4 on the $1 $2 within $5 s"
+    sleep 0.2
+  done
+  echo "ok: a $3 Event $4 on the $1 $2"
+}
+# Shows `kubectl wait --for=$1 ptahschema/products` and runs it, for at most $2 seconds; stops
+# at once when the PtahSchema is Failed or Blocked instead.
+ps_wait() {
+  local w phase
+  run kubectl wait --for="$1" ptahschema/products --timeout="$2s" &
+  w=$!
+  while kill -0 "$w" 2>/dev/null; do
+    phase=$(psch '{.status.phase}')
+    case $phase in
+      Failed|Blocked)
+        kill "$w" 2>/dev/null; wait "$w" 2>/dev/null || true
+        die "the PtahSchema is $phase: $(psch '{.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}')" ;;
+    esac
+    sleep 0.2
+  done
+  wait "$w" || die "the PtahSchema did not reach $1 within $2 s (phase: $(psch '{.status.phase}'))"
+}
+# Shows `kubectl wait` for the phase $2 of the PtahSchemaApproval $1, at most $3 seconds.
+approval_wait() {
+  run kubectl wait --for=jsonpath='{.status.phase}'="$2" "ptahschemaapproval/$1" --timeout="$3s" ||
+    die "the PtahSchemaApproval $1 is not $2 after $3 s (phase: $(approval_phase "$1"))"
+}
+# The columns of public.products in the database catalog, comma-separated ("" without the table).
+columns() {
+  sql postgres -tAc "SELECT coalesce(string_agg(column_name, ',' ORDER BY ordinal_position), '')
+    FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'products'"
+}
+
+say "PtahSchema: the schema bob wants, not the steps to it; a second database, \"catalog\", for it"
+# A PtahSchema owns the whole schema of its database (a plan drops what the desired SQL leaves
+# out), so it gets its own. Its role needs CREATEDB: the plan engine loads the desired SQL into a
+# scratch database of its own to read its model, and drops it again.
+DB_PW2=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+psql -X -q -v ON_ERROR_STOP=1 -h "$WORK/pg/sock" -p "$PG_PORT" -U postgres -d postgres <<EOF
+CREATE ROLE catalog_app LOGIN CREATEDB PASSWORD '$DB_PW2';
+CREATE DATABASE catalog OWNER catalog_app;
+EOF
+echo "the role catalog_app (CREATEDB, for the plan engine's scratch database) owns the database catalog"
+run kubectl create secret generic catalog-db \
+  --from-literal=uri="postgres://catalog_app:$DB_PW2@127.0.0.1:$PG_PORT/catalog" -o name
+
+say "bob writes the desired schema of one table, inline SQL; approval: Required is the default"
+schema_yaml() { # the PtahSchema products with the table's columns $1
+  cat <<EOF
+apiVersion: ptah.run/v1
+kind: PtahSchema
+metadata:
+  name: products
+spec:
+  database:
+    connectionSecretRef: {name: catalog-db}
+  schema:
+    sql: |
+      CREATE TABLE public.products (
+        id bigint PRIMARY KEY,
+$1
+      );
+EOF
+}
+schema_yaml '        name text NOT NULL' >products.yaml
+cat products.yaml
+run kubectl --context bob apply -f products.yaml
+ps_wait jsonpath='{.status.phase}'=AwaitingApproval 90
+
+say "the plan: computed read-only against the live catalog, published by its digest, waiting for an approval"
+run kubectl get ptahschemas -o wide
+echo "the whole plan is in the Plan operation's PtahResultRecord; the plugin prints every statement:"
+run kubectl godwit --context alice plan ptahschema products
+DIGEST1=$(psch '{.status.plan.digest}')
+RECORD1=$(psch '{.status.plan.record}')
+run kubectl logs "job/$RECORD1"
+run kubectl get ptahschema products -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}'
+case $DIGEST1 in sha256:*) echo "ok: the plan's digest is $DIGEST1" ;; *) die "no plan digest: \"$DIGEST1\"" ;; esac
+expect "status.plan.author" "$(psch '{.status.plan.author}')" bob
+expect "status.plan.statements" "$(psch '{.status.plan.statements}')" 2
+expect "Ready" "$(ps_ready)" False/ApprovalRequired
+expect "PtahResultRecord $RECORD1" \
+  "$(kubectl get ptahresultrecord "$RECORD1" -o jsonpath='{.status.phase}')" Accepted
+expect "the columns of public.products (nothing applied yet)" "$(columns)" ""
+has_event_on PtahSchema products Normal ApprovalRequired 10
+
+say "bob approves his own plan: the webhook refuses it at once"
+echo "(the plugin copies status.plan.author into the approval's spec.planAuthor, so the webhook can judge it)"
+show kubectl godwit --context bob approve ptahschema products
+if kubectl godwit --context bob approve ptahschema products >approve-bob.out 2>&1; then
+  cat approve-bob.out
+  die "bob's approval of his own plan was admitted"
+fi
+cat approve-bob.out
+grep -q "forbids approving one's own plan" approve-bob.out ||
+  die "bob's approval was refused, but not as a self-approval"
+echo "(two reasons: bob is not an approver, and he wrote the plan; an approver who wrote a plan is refused for the second)"
+run kubectl get ptahschemaapprovals
+expect "phase" "$(psch '{.status.phase}')" AwaitingApproval
+echo "ok: bob's approval was refused and nothing was created"
+
+say "alice, an approver, has read the plan; she approves its digest"
+show kubectl godwit --context alice approve ptahschema products --comment "one new table, no data touched"
+out=$(kubectl godwit --context alice approve ptahschema products --comment "one new table, no data touched" 2>&1) ||
+  { echo "$out"; die "alice's approval was not admitted"; }
+echo "$out"
+APPROVAL1=${out%% created*}
+APPROVAL1=${APPROVAL1#ptahschemaapproval/}
+ps_wait condition=Ready 90
+
+say "Ready: the change landed"
+run kubectl get ptahschemas
+run kubectl get ptahschemaapprovals -o wide
+run kubectl get events --field-selector involvedObject.kind=PtahSchema,involvedObject.name=products
+runsql alice '\d public.products'
+expect "phase" "$(psch '{.status.phase}')" Ready
+expect "Ready" "$(ps_ready)" True/Applied
+expect "status.applied.planDigest" "$(psch '{.status.applied.planDigest}')" "$DIGEST1"
+expect "status.approval.approver" "$(psch '{.status.approval.approver}')" alice
+expect "the columns of public.products" "$(columns)" id,name
+approval_wait "$APPROVAL1" Applied 30
+has_event_on PtahSchema products Normal ApprovalAccepted 10
+
+say "bob adds a column: a new spec, a new plan, and a new approval needed"
+schema_yaml '        name text NOT NULL,
+        price numeric(10,2)' >products.yaml
+run kubectl --context bob apply -f products.yaml
+# The phase is Ready until the controller has claimed the new Plan: wait for a plan other
+# than the applied one.
+i=0
+while DIGEST2=$(psch '{.status.plan.digest}'); [ "$DIGEST2" = "$DIGEST1" ] || [ -z "$DIGEST2" ]; do
+  i=$((i + 1))
+  [ $i -lt 450 ] || die "no new plan within 90 s (phase: $(psch '{.status.phase}'))"
+  case $(psch '{.status.phase}') in Failed|Blocked) die "the PtahSchema is $(psch '{.status.phase}')" ;; esac
+  sleep 0.2
+done
+ps_wait jsonpath='{.status.phase}'=AwaitingApproval 90
+run kubectl get ptahschemas -o wide
+run kubectl godwit --context alice plan ptahschema products
+echo "ok: a new plan, $DIGEST2"
+expect "status.plan.author" "$(psch '{.status.plan.author}')" bob
+expect "status.plan.statements" "$(psch '{.status.plan.statements}')" 1
+
+say "alice approves the digest she reviewed before, the first plan's: the approval is stale"
+cat >approval-old.yaml <<EOF
+apiVersion: ptah.run/v1
+kind: PtahSchemaApproval
+metadata:
+  name: products-alice-old
+spec:
+  schemaRef: {name: products}
+  planDigest: $DIGEST1
+  planAuthor: bob
+  comment: the plan I reviewed
+EOF
+cat approval-old.yaml
+run kubectl --context alice create -f approval-old.yaml
+approval_wait products-alice-old Stale 30
+run kubectl get ptahschemaapprovals -o wide
+run kubectl get ptahschemaapproval products-alice-old -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}'
+has_event_on PtahSchemaApproval products-alice-old Warning ApprovalStale 10
+run kubectl get events --field-selector involvedObject.kind=PtahSchemaApproval,involvedObject.name=products-alice-old
+expect "phase" "$(psch '{.status.phase}')" AwaitingApproval
+expect "the columns of public.products (the stale approval applied nothing)" "$(columns)" id,name
+
+say "alice approves the plan that waits: the column lands"
+show kubectl godwit --context alice approve ptahschema products --comment "adds a nullable column"
+out=$(kubectl godwit --context alice approve ptahschema products --comment "adds a nullable column" 2>&1) ||
+  { echo "$out"; die "alice's approval was not admitted"; }
+echo "$out"
+APPROVAL2=${out%% created*}
+APPROVAL2=${APPROVAL2#ptahschemaapproval/}
+ps_wait condition=Ready 90
+run kubectl get ptahschemas -o wide
+run kubectl get ptahschemaapprovals -o wide
+runsql alice '\d public.products'
+expect "phase" "$(psch '{.status.phase}')" Ready
+expect "Ready" "$(ps_ready)" True/Applied
+expect "status.applied.planDigest" "$(psch '{.status.applied.planDigest}')" "$DIGEST2"
+expect "the columns of public.products" "$(columns)" id,name,price
+approval_wait "$APPROVAL2" Applied 30
+expect "the stale approval" "$(approval_phase products-alice-old)" Stale
+
+say "done in $((SECONDS - START)) s (PtahMigration $MIGRATION_TIME s, PtahSchema $((SECONDS - SCHEMA_START)) s): the demo stops everything it started"
