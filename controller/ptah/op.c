@@ -21,7 +21,7 @@ static void copy(char *dst, size_t len, const char *src)
   snprintf(dst, len, "%s", src ? src : "");
 }
 
-static time_t parse_time(const char *s)
+time_t op_time(const char *s)
 {
   struct tm tm;
   memset(&tm, 0, sizeof(tm));
@@ -53,7 +53,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   op->refreshed = json_get_bool(o, "snapshotRefreshed", false);
   op->from = num(o, "fromVersion", 0);
   op->to = num(o, "toVersion", 0);
-  op->not_before = parse_time(json_get_str(o, "notBefore"));
+  op->not_before = op_time(json_get_str(o, "notBefore"));
   return true;
 }
 

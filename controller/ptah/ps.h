@@ -43,6 +43,7 @@ enum ps_phase { PS_PENDING, PS_PLANNING, PS_AWAITING, PS_APPLYING, PS_OBSERVING,
 #define PS_DESIRED_KEY "schema.sql"
 #define PS_APPLY_ATTEMPTS 3 /* Applies of one plan whose outcome had to be observed */
 #define PS_MAX_MARKS 16     /* approvals whose status one pass writes */
+#define PS_PLAN_RETRY_MAX_MS 600000L /* a failed plan is planned again at most this late */
 
 extern const struct phase_table ps_phases;
 

@@ -4,6 +4,7 @@
  * statement, or one applied, leaves the schema Ready. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../conditions.h"
 #include "../events.h"
@@ -189,6 +190,16 @@ static gw_rc decide(struct ps *p, struct ps_desired *d, const struct ps_verify *
   const char *vwas = json_get_str(p->obj, "status.refused.verification");
   if(refused && vwas && strcmp(vwas, v->digest))
     refused = NULL; /* refused under another verification policy: judged again */
+  if(refused && !strcmp(refused, d->inputs) && !retired && why && !strcmp(why, "PlanFailed")) {
+    /* a failed plan is read-only: planned again once its backoff has passed */
+    time_t at = op_time(json_get_str(p->obj, "status.refused.retryAfter"));
+    time_t now = time(NULL);
+    if(at > now) {
+      edit_requeue(&p->ed, (long)(at - now) * 1000);
+      return GW_OK;
+    }
+    return plan(p, d, v); /* status.refused stays: its attempts count the failures in a row */
+  }
   if(refused && !strcmp(refused, d->inputs) && !retired) {
     /* refused or failed for these very inputs: nothing is tried again until they change, but
      * a new approval may start another Apply of a plan whose Apply failed */

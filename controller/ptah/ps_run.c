@@ -160,12 +160,27 @@ static void plan_done(struct ps *p, const struct ptah_op *op, const struct op_re
                "%s", op->id, msg);
     return;
   }
+  /* a plan is read-only: planned again after a backoff (the cause may be the database's: a
+   * role without CREATEDB, an extension not installed), and at once when the inputs change */
+  const char *was = json_get_str(p->obj, "status.refused.inputs");
+  const char *why = json_get_str(p->obj, "status.refused.reason");
+  long long n = was && !strcmp(was, op->inputs) && why && !strcmp(why, "PlanFailed")
+                  ? ps_status_int(p, "refused.attempts", 0) + 1 : 1;
+  long long wait_ms = p->o->failure_interval_ms << (n - 1 < 5 ? n - 1 : 5);
+  if(wait_ms > PS_PLAN_RETRY_MAX_MS)
+    wait_ms = PS_PLAN_RETRY_MAX_MS;
   ps_refuse(p, op->inputs, "PlanFailed", op->id, NULL);
+  edit_set_int(&p->ed, "refused.attempts", n);
+  char at[40];
+  kt_rfc3339(at, sizeof(at), time(NULL) + (time_t)((wait_ms + 999) / 1000));
+  edit_set_str(&p->ed, "refused.retryAfter", at);
+  edit_requeue(&p->ed, (long)wait_ms);
   edit_phase(&p->ed, PS_FAILED);
-  ps_ready(p, COND_FALSE, "PlanFailed", "operation %s could not compute a plan: %s; fix the "
-           "desired schema (a new spec or ConfigMap content plans again)", op->id, msg);
-  edit_event(&p->ed, EV_WARNING, "OperationFailed", "operation %s (Plan) failed: %s", op->id,
-             msg);
+  ps_ready(p, COND_FALSE, "PlanFailed", "operation %s could not compute a plan: %s; it is "
+           "planned again at %s, and at once when the spec or the desired schema changes", op->id,
+           msg, at);
+  edit_event(&p->ed, EV_WARNING, "OperationFailed", "operation %s (Plan) failed (%lld in a row): "
+             "%s; planned again in %lld s", op->id, n, msg, (wait_ms + 999) / 1000);
 }
 
 /* ---- Apply and Observe ---- */

@@ -145,6 +145,11 @@ static const struct sch_field refused_fields[] = {
   { .name = "verification", .type = SCH_STRING, .max_len = 80,
     .desc = "For a verification refusal: the verification policy's digest it was refused "
             "under; another policy judges the inputs again." },
+  { .name = "attempts", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "PlanFailed: how many plans of these inputs failed in a row." },
+  { .name = "retryAfter", .type = SCH_TIME,
+    .desc = "PlanFailed: when the plan is computed again (the failure interval, doubling, at "
+            "most 10 minutes)." },
   { 0 }
 };
 

@@ -3,7 +3,8 @@
  * with real PostgreSQL: an Apply killed while it waits for the database lock (nothing committed:
  * observed, applied again under the same approval), an Apply whose result is lost after it
  * committed (observed as applied), an Apply that fails on the data (Failed until a new approval),
- * a new runner image (the approval boundary closes), and a runner of another protocol.
+ * a new runner image (the approval boundary closes), a runner of another protocol, and a plan
+ * that failed for a cause of the database's (planned again after its backoff).
  */
 #include <criterion/criterion.h>
 #include <libpq-fe.h>
@@ -158,4 +159,23 @@ Test(ptah_schema_faults, a_runner_of_another_protocol_refuses_the_plan_and_nothi
   cr_expect_str_eq(e2e_phase(&E, "orders"), "Planning");
   cr_expect_str_eq(e2e_cond_reason(&E, "orders", "Ready"), "RunnerProtocolMismatch");
   cr_expect_str_eq(ptah_str(&E, "orders", "status.plan.digest"), "");
+}
+
+Test(ptah_schema_faults, a_failed_plan_is_planned_again_after_its_backoff)
+{
+  setenv("GODWIT_PTAH_FAILURE_INTERVAL_MS", "1000", 1);
+  psch_start(&E, false);
+  pgfx_exec(&E.dst, "postgres", "ALTER ROLE dst_app NOCREATEDB"); /* no scratch database */
+  psch_schema(&E, "bob", ORDERS_V1, NULL);
+  psch_want_phase(&E, "Failed", 120000);
+  cr_expect_str_eq(e2e_cond_reason(&E, "orders", "Ready"), "PlanFailed");
+  cr_expect(strstr(e2e_cond_message(&E, "orders", "Ready"), "CREATEDB") != NULL, "%s",
+            e2e_cond_message(&E, "orders", "Ready"));
+  cr_expect(ptah_has_event(&E, "orders", "Warning", "OperationFailed"));
+  /* the cause was the database's: fixed there, with no spec change, the plan comes */
+  pgfx_exec(&E.dst, "postgres", "ALTER ROLE dst_app CREATEDB");
+  char digest[128];
+  psch_want_new_plan(&E, NULL, digest, sizeof(digest));
+  cr_expect_str_eq(ptah_str(&E, "orders", "status.refused.reason"), "");
+  cr_expect_geq(ptah_int(&E, "orders", "status.operationCount"), 2, "planned again");
 }
