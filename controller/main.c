@@ -1,6 +1,6 @@
-/* godwit-controller: reconciles Migration, PtahMigration and PtahSchema (PodMotion is not
- * reconciled yet); one replica leads through a Lease. See controller/manager.h and
- * docs/operations. */
+/* godwit-controller: reconciles Migration, PtahMigration, PtahSchema and PodMigration (up to
+ * Validating: the node agent is not there yet); one replica leads through a Lease. See
+ * controller/manager.h and docs/operations. */
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "manager.h"
 #include "migration/migration.h"
 #include "pgpool.h"
+#include "podmotion/pmig.h"
 #include "ptah/ptah.h"
 #include "version.h"
 
@@ -223,7 +224,8 @@ static int run(const struct controller_config *c, const char *identity)
     .policy_file = c->policy,
   };
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||
-               ptah_register(m, &ptah) || ptah_schema_register(m, &ptah))) {
+               ptah_register(m, &ptah) || ptah_schema_register(m, &ptah) ||
+               podmotion_register(m))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
     code = 1;
   }
@@ -261,9 +263,10 @@ int main(int argc, char **argv)
   int code = cfg_main(options, &c, argc, argv, "godwit-controller",
                       "Reconciles Migration (pgcopydb.io), PtahMigration and PtahSchema with "
                       "its approvals (ptah.run): writes status, conditions and Events, runs the "
-                      "runner Jobs; leader-elected through a Lease. The PodMotion "
-                      "(migration.podmotion.io) kinds are admitted by godwit-webhook but not "
-                      "reconciled yet: nothing acts on them.");
+                      "runner Jobs; leader-elected through a Lease. PodMigration "
+                      "(migration.podmotion.io) is reconciled up to Validating: refused or "
+                      "cancelled with its reason, or waiting for the node agent, which this "
+                      "release does not ship; no pod is frozen or moved.");
   if(code >= 0)
     return code;
   if(strcmp(c.ptah_transport, "durable") && strcmp(c.ptah_transport, "legacy")) {

@@ -124,7 +124,7 @@ static void check_freeze_limit(const struct api_ctx *c, const struct rule *r, st
 {
   const char *s = json_get_str(c->obj, "spec.freezeBudget");
   int64_t ms;
-  int max = c->policy->limits.max_freeze_budget_ms;
+  int max = c->policy ? c->policy->limits.max_freeze_budget_ms : 0;
   if(s && max && duration_parse_ms(s, &ms) && ms > max)
     rule_failf(e, r, NULL, "is %s, above the admission policy's limit of %dms; ask the cluster "
                "admin or lower it", s, max);

@@ -169,6 +169,13 @@ const struct sch_field podmigration_status_fields[] = {
     .desc = "How long the source pod was frozen for the final checkpoint, such as 312ms." },
   { .name = "checkpoint", .type = SCH_OBJECT, .fields = checkpoint_status_fields,
     .desc = "Where the checkpoint is and whether it was removed." },
+  { .name = "strategy", .type = SCH_STRING, .enums = podmigration_strategy_types,
+    .desc = "The strategy the migration runs with: spec.strategy.type, or StopAndCopy when the "
+            "source node cannot track dirty pages and every applicable MigrationPolicy allows "
+            "StopAndCopy (PreCopyStarted=False, DirtyTrackingUnavailable)." },
+  { .name = "freezeBudget", .type = SCH_STRING, .format = &fmt_duration,
+    .desc = "The longest freeze the applicable MigrationPolicies allow (the smallest "
+            "freezeBudget)." },
   { .name = "startTime", .type = SCH_TIME,
     .desc = "When the controller started the migration." },
   { .name = "completionTime", .type = SCH_TIME,
@@ -256,15 +263,18 @@ static void check_limit(const struct api_ctx *c, const struct rule *r, struct fe
              "it or ask the cluster admin", v->valueint, max, name);
 }
 
+/* Without a policy (the controller re-validating a stored object) no limit is judged. */
 static void check_rounds_limit(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  check_limit(c, r, e, c->policy->limits.max_pre_copy_rounds, "maxPreCopyRounds");
+  if(c->policy)
+    check_limit(c, r, e, c->policy->limits.max_pre_copy_rounds, "maxPreCopyRounds");
 }
 
 static void check_timeout_limit(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
 {
-  check_limit(c, r, e, c->policy->limits.max_verification_timeout_seconds,
-              "maxVerificationTimeoutSeconds");
+  if(c->policy)
+    check_limit(c, r, e, c->policy->limits.max_verification_timeout_seconds,
+                "maxVerificationTimeoutSeconds");
 }
 
 static void check_http_needed(const struct api_ctx *c, const struct rule *r, struct ferrs *e)

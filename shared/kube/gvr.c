@@ -16,6 +16,10 @@ const struct kube_gvr KUBE_NODES = { "", "v1", "nodes", false };
 /* godwit's own Ptah kinds (ptah.run/v1, the storage version), which both the controller and the
  * runner (its result records) talk to. */
 const struct kube_gvr KUBE_PTAH_MIGRATIONS = { "ptah.run", "v1", "ptahmigrations", true };
+const struct kube_gvr KUBE_POD_MIGRATIONS = { "migration.podmotion.io", "v1beta1", "podmigrations",
+                                              true };
+const struct kube_gvr KUBE_MIGRATION_POLICIES = { "migration.podmotion.io", "v1beta1",
+                                                  "migrationpolicies", true };
 const struct kube_gvr KUBE_PTAH_SCHEMAS = { "ptah.run", "v1", "ptahschemas", true };
 const struct kube_gvr KUBE_PTAH_APPROVALS = { "ptah.run", "v1", "ptahschemaapprovals", true };
 const struct kube_gvr KUBE_PTAH_RESULT_RECORDS = { "ptah.run", "v1", "ptahresultrecords", true };

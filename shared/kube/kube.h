@@ -86,7 +86,7 @@ extern const struct kube_gvr KUBE_PODS, KUBE_JOBS, KUBE_SECRETS, KUBE_CONFIGMAPS
   KUBE_LEASES, KUBE_PVCS, KUBE_NAMESPACES, KUBE_SERVICEACCOUNTS, KUBE_NODES;
 /* ptah.run/v1: PtahMigration, PtahResultRecord, PtahMigrationRunAcknowledgment. */
 extern const struct kube_gvr KUBE_PTAH_MIGRATIONS, KUBE_PTAH_RESULT_RECORDS, KUBE_PTAH_RUN_ACKS,
-  KUBE_PTAH_SCHEMAS, KUBE_PTAH_APPROVALS;
+  KUBE_PTAH_SCHEMAS, KUBE_PTAH_APPROVALS, KUBE_POD_MIGRATIONS, KUBE_MIGRATION_POLICIES;
 
 /* The API server's Status of a failed call. Initialize it once (kube_status_init, or zero it);
  * every call resets it (releasing details), so one can serve many calls; release it at the end.

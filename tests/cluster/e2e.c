@@ -109,6 +109,8 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
                           .bin = o->src_bin });
     e->src_started = true;
   }
+  if(o->no_database)
+    return;
   pgfx_start(&e->dst, &(struct pgfx_opts){ 0 });
   e->pg_started = true;
   roles(e, o);

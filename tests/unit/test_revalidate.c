@@ -46,3 +46,27 @@ Test(revalidate, the_message_is_cut_to_its_buffer)
   cr_expect_lt(strlen(msg), sizeof(msg));
   cr_expect_gt(strlen(msg), 0);
 }
+
+/* Every registered kind runs its rules without a policy (the controller has none): a rule that
+ * judged a limit crashed on PodMigration and MigrationPolicy before. */
+Test(revalidate, every_kind_revalidates_without_a_policy)
+{
+  char msg[1024];
+  cr_expect(check("PodMigration", "migration.podmotion.io",
+                  "{\"apiVersion\":\"migration.podmotion.io/v1beta1\",\"kind\":\"PodMigration\","
+                  "\"metadata\":{\"name\":\"m\",\"namespace\":\"default\"},\"spec\":{\"source\":"
+                  "{\"podName\":\"web-0\"},\"destination\":{\"nodeName\":\"node-b\"},\"strategy\":"
+                  "{\"type\":\"PreCopy\",\"preCopy\":{\"maxRounds\":5}},\"verification\":"
+                  "{\"mode\":\"ReadinessProbe\",\"timeoutSeconds\":60}}}", msg, sizeof(msg)),
+            "%s", msg);
+  cr_expect(check("MigrationPolicy", "migration.podmotion.io",
+                  "{\"apiVersion\":\"migration.podmotion.io/v1beta1\",\"kind\":\"MigrationPolicy\","
+                  "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"},\"spec\":{\"podSelector\":"
+                  "{},\"allowedModes\":[\"PreCopy\"],\"freezeBudget\":\"500ms\"}}", msg,
+                  sizeof(msg)), "%s", msg);
+  cr_expect(check("PtahSchema", "ptah.run",
+                  "{\"apiVersion\":\"ptah.run/v1\",\"kind\":\"PtahSchema\",\"metadata\":{\"name\":"
+                  "\"s\",\"namespace\":\"default\"},\"spec\":{\"database\":{\"connectionSecretRef\":"
+                  "{\"name\":\"db\",\"key\":\"uri\"}},\"schema\":{\"sql\":\"CREATE TABLE t ();\"}}}",
+                  msg, sizeof(msg)), "%s", msg);
+}

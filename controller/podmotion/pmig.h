@@ -1,0 +1,84 @@
+/*
+ * pmig.h: the PodMigration reconciler (migration.podmotion.io, seed 004). docs/api/podmotion.md
+ * is the API; docs/dev/podmotion-controller.md the design.
+ *
+ * What runs today: Pending (Scheduled), then Validating: the spec re-validated, spec.cancel
+ * (Cancelled: nothing was frozen), the source pod (exists, runs on a node), the destination
+ * (nodeName exists and is another node, or nodeSelector picks one: NodeSelected), the
+ * MigrationPolicies (PolicyChecked: which apply, the strategy, the destination's labels, how
+ * many at once, the freeze budget), the verification mode (a readiness probe for
+ * ReadinessProbe), and the node agents' published capabilities (CRIU, dirty-page tracking:
+ * PreCopy falls back to StopAndCopy when the policies allow it, else the migration is refused).
+ * A refusal ends Failed with Complete=False and the reason; nothing was frozen. A migration that
+ * passes waits in Validating for the node agents: the checkpoint, transfer and restore phases
+ * come with the agent (issue "PodMotion"), so no pod is ever frozen by this release.
+ */
+#ifndef GW_CTRL_PODMOTION_PMIG_H
+#define GW_CTRL_PODMOTION_PMIG_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../edit.h"
+#include "../manager.h"
+
+enum pmig_phase { PG_PENDING, PG_VALIDATING, PG_PRECOPYING, PG_CHECKPOINTING, PG_TRANSFERRING,
+                  PG_RESTORING, PG_VERIFYING, PG_ROLLINGBACK, PG_COMPLETED, PG_FAILED,
+                  PG_CANCELLED, PG_COUNT };
+
+/* The node agent's capabilities, published on its Node (JSON, docs/dev/podmotion-controller.md). */
+#define PG_AGENT_ANNOTATION "migration.podmotion.io/node-agent"
+#define PG_POLICIES_MAX 32
+
+extern const struct phase_table pmig_phases;
+
+struct pmig {
+  struct rec_ctx *ctx;
+  cJSON *obj;
+  const char *ns, *name;
+  int phase;
+  struct status_edit ed;
+};
+
+/* A condition, with an Event when a phase changes (PhaseTransition). */
+void pmig_cond(struct pmig *p, const char *type, const char *status, const char *reason,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Enters phase with a PhaseTransition Event saying why. */
+void pmig_phase(struct pmig *p, int phase, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* Ends the migration Failed (Complete=False) with reason, before anything was frozen. */
+void pmig_refuse(struct pmig *p, const char *cond, const char *reason, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
+/* validate.c: the Validating phase. */
+gw_rc pmig_validate(struct pmig *p) GW_MUST_CHECK;
+
+/* policy.c */
+/* Whether a label selector (matchLabels, matchExpressions) selects labels. */
+bool pmig_selects(const cJSON *selector, const cJSON *labels);
+/* Whether every pair of the map want is in labels. */
+bool pmig_labels_have(const cJSON *want, const cJSON *labels);
+
+struct pmig_verdict {
+  bool ok, wait;          /* ok: allowed; wait: not now (how many at once) */
+  char why[1024];
+  char reason[48];
+  char policy[254];       /* the most restrictive policy's name (maxConcurrent) */
+  int64_t freeze_budget_ms;
+  bool stop_and_copy_ok;  /* every applicable policy allows StopAndCopy */
+  const cJSON *dest_selectors[PG_POLICIES_MAX]; /* borrowed from the policies' copies */
+  size_t ndest;
+  cJSON *policies[PG_POLICIES_MAX]; /* the applicable policies (owned) */
+  size_t n;
+};
+/* The applicable MigrationPolicies of pod, and whether the strategy is allowed and the
+ * concurrency leaves room; the destination's labels are checked with pmig_policy_dest. */
+gw_rc pmig_policy(struct pmig *p, const cJSON *pod, const char *strategy,
+                  struct pmig_verdict *v) GW_MUST_CHECK;
+bool pmig_policy_dest(const struct pmig_verdict *v, const cJSON *node_labels);
+void pmig_verdict_release(struct pmig_verdict *v);
+
+gw_rc podmotion_register(struct mgr *m) GW_MUST_CHECK;
+
+#endif

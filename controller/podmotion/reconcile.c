@@ -1,0 +1,228 @@
+/* The PodMigration reconcile, its phase table, its metrics and its registration (pmig.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "../events.h"
+#include "../informer.h"
+#include "../metrics.h"
+#include "api/api.h"
+#include "json.h"
+#include "pmig.h"
+#include "strbuf.h"
+
+#define B(p) PHASE_BIT(p)
+static const char *const names[PG_COUNT] = { "Pending",     "Validating", "PreCopying",
+                                             "Checkpointing", "Transferring", "Restoring",
+                                             "Verifying",   "RollingBack", "Completed",
+                                             "Failed",      "Cancelled" };
+#define RUNNING_TO (B(PG_ROLLINGBACK))
+static const unsigned transitions[PG_COUNT] = {
+  [PG_PENDING] = B(PG_VALIDATING) | B(PG_CANCELLED) | B(PG_FAILED),
+  [PG_VALIDATING] = B(PG_PRECOPYING) | B(PG_CHECKPOINTING) | B(PG_FAILED) | B(PG_CANCELLED),
+  [PG_PRECOPYING] = B(PG_CHECKPOINTING) | RUNNING_TO,
+  [PG_CHECKPOINTING] = B(PG_TRANSFERRING) | RUNNING_TO,
+  [PG_TRANSFERRING] = B(PG_RESTORING) | RUNNING_TO,
+  [PG_RESTORING] = B(PG_VERIFYING) | RUNNING_TO,
+  [PG_VERIFYING] = B(PG_COMPLETED) | RUNNING_TO,
+  [PG_ROLLINGBACK] = B(PG_FAILED) | B(PG_CANCELLED),
+};
+const struct phase_table pmig_phases = { "PodMigration", names, transitions, PG_COUNT,
+                                         PG_PENDING, PHASE_NONE, NULL, NULL };
+
+static char *vfmt(const char *fmt, va_list ap)
+{
+  char *msg = NULL;
+  if(vasprintf(&msg, fmt, ap) < 0)
+    msg = NULL;
+  return msg;
+}
+
+void pmig_cond(struct pmig *p, const char *type, const char *status, const char *reason,
+               const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = vfmt(fmt, ap);
+  va_end(ap);
+  edit_cond(&p->ed, type, status, reason, "%s", msg ? msg : reason);
+  free(msg);
+}
+
+void pmig_phase(struct pmig *p, int phase, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = vfmt(fmt, ap);
+  va_end(ap);
+  const char *was = p->phase == PHASE_NONE ? "none" : phase_name(&pmig_phases, p->phase);
+  edit_phase(&p->ed, phase);
+  edit_event_if_phase(&p->ed, phase == PG_FAILED ? EV_WARNING : EV_NORMAL, "PhaseTransition",
+                      "%s -> %s: %s", was, phase_name(&pmig_phases, phase), msg ? msg : "");
+  free(msg);
+}
+
+void pmig_refuse(struct pmig *p, const char *cond, const char *reason, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = vfmt(fmt, ap);
+  va_end(ap);
+  const char *m = msg ? msg : reason;
+  pmig_cond(p, cond, COND_FALSE, reason, "%s", m);
+  pmig_cond(p, "Complete", COND_FALSE, reason, "the migration ended without moving the pod, "
+            "which was never frozen: %s", m);
+  edit_set_now(&p->ed, "completionTime");
+  pmig_phase(p, PG_FAILED, "%s", m);
+  free(msg);
+}
+
+static gw_rc step(struct pmig *p)
+{
+  if(json_get(p->obj, "metadata.deletionTimestamp"))
+    return GW_OK; /* nothing is frozen before the node agents act: nothing to roll back */
+  if(p->phase == PG_COMPLETED || p->phase == PG_FAILED || p->phase == PG_CANCELLED)
+    return GW_OK;
+  if(p->phase == PHASE_NONE) {
+    pmig_cond(p, "Scheduled", COND_TRUE, "Accepted", "the controller accepted the migration of "
+              "pod %s and will validate it", json_get_str(p->obj, "spec.source.podName")
+              ? json_get_str(p->obj, "spec.source.podName") : "");
+    pmig_phase(p, PG_PENDING, "accepted by the controller");
+    edit_requeue(&p->ed, 1);
+    return GW_OK;
+  }
+  if(p->phase == PG_PENDING) {
+    edit_set_now(&p->ed, "startTime");
+    pmig_cond(p, "Validating", COND_TRUE, "InProgress", "validating the source pod, the "
+              "destination node and the MigrationPolicies");
+    pmig_phase(p, PG_VALIDATING, "validating the pod, the node and the policies");
+    edit_requeue(&p->ed, 1);
+    return GW_OK;
+  }
+  if(p->phase == PG_VALIDATING)
+    return pmig_validate(p);
+  /* later phases come with the node agent: nothing in this release enters them */
+  return GW_OK;
+}
+
+static void enqueue_ns(void *ctx, const char *key, const cJSON *obj)
+{
+  (void)obj;
+  ctrl_enqueue(ctx, key);
+}
+
+/* Every PodMigration still deciding (Pending, Validating) in obj's namespace, or in all when
+ * obj is cluster-scoped (a Node). */
+struct waiting {
+  struct ctrl *c;
+};
+
+static void enqueue_waiting(void *ctx, const char *key, const cJSON *obj)
+{
+  const char *phase = json_get_str(obj, "status.phase");
+  if(!phase || !strcmp(phase, "Pending") || !strcmp(phase, "Validating"))
+    enqueue_ns(((struct waiting *)ctx)->c, key, obj);
+}
+
+static struct rec_result reconcile(struct rec_ctx *c)
+{
+  cJSON *obj = rec_get(c);
+  if(!obj)
+    return rec_done();
+  struct pmig p;
+  memset(&p, 0, sizeof(p));
+  p.ctx = c;
+  p.obj = obj;
+  p.ns = c->ns;
+  p.name = c->name;
+  p.phase = phase_parse(&pmig_phases, json_get_str(obj, "status.phase"));
+  edit_init(&p.ed, &pmig_phases);
+  gw_rc rc = step(&p);
+  gw_rc crc = edit_commit(&p.ed, c, &p.obj);
+  if(!rc)
+    rc = crc;
+  /* one that ended (or is gone past Validating) may free a place under its policy */
+  int now = phase_parse(&pmig_phases, json_get_str(p.obj, "status.phase"));
+  if(now != PG_PENDING && now != PG_VALIDATING && now != PHASE_NONE) {
+    struct waiting w = { c->ctrl };
+    informer_each(c->cache, c->ns, enqueue_waiting, &w);
+  }
+  struct rec_result r;
+  if(rc == GW_ECONFLICT)
+    r = rec_requeue_after(500);
+  else if(rc == GW_ENOTFOUND)
+    r = rec_done();
+  else if(rc)
+    r = rec_retry(rc);
+  else {
+    long next = edit_next_look(&p.ed);
+    r = next > 0 ? rec_requeue_after(next) : rec_done();
+  }
+  edit_release(&p.ed);
+  cJSON_Delete(p.obj);
+  return r;
+}
+
+/* ---- metrics: godwit_podmigration_phase{namespace,name,phase} ---- */
+
+struct render {
+  struct strbuf *sb;
+  gw_rc rc;
+};
+
+static void one(void *ctx, const char *key, const cJSON *obj)
+{
+  (void)key;
+  struct render *r = ctx;
+  const char *ns = json_get_str(obj, "metadata.namespace");
+  const char *name = json_get_str(obj, "metadata.name");
+  const char *phase = json_get_str(obj, "status.phase");
+  for(int i = 0; i < PG_COUNT && !r->rc && ns && name; i++)
+    r->rc = strbuf_addf(r->sb, "godwit_podmigration_phase{namespace=\"%s\",name=\"%s\","
+                        "phase=\"%s\"} %d\n", ns, name, names[i],
+                        phase && !strcmp(phase, names[i]));
+}
+
+static gw_rc metrics(void *ctx, struct strbuf *sb)
+{
+  gw_rc rc = metric_header(sb, "godwit_podmigration_phase", "gauge",
+                           "The PodMigration's phase: 1 for the current one.");
+  struct render r = { sb, GW_OK };
+  if(!rc)
+    informer_each(ctx, NULL, one, &r);
+  return rc ? rc : r.rc;
+}
+
+/* ---- registration ---- */
+
+static void map_related(void *ctx, struct ctrl *c, const cJSON *obj)
+{
+  struct informer *migs = ctx;
+  struct waiting w = { c };
+  informer_each(migs, json_get_str(obj, "metadata.namespace"), enqueue_waiting, &w);
+}
+
+gw_rc podmotion_register(struct mgr *m)
+{
+  struct informer *migs = NULL;
+  struct ctrl *ctl = NULL;
+  struct ctrl_def def = { "podmigration", "PodMigration", &KUBE_POD_MIGRATIONS, reconcile, NULL,
+                          0, NULL };
+  gw_rc rc = mgr_add_controller(m, &def, &ctl);
+  if(!rc)
+    rc = mgr_informer(m, &KUBE_POD_MIGRATIONS, &migs);
+  /* what validation reads: a pod appearing or starting, a node or its agent appearing, a
+   * policy changing (another migration of the namespace ending is seen by its own reconcile,
+   * which wakes the waiting ones: a handler of this informer may not walk it) */
+  if(!rc)
+    rc = ctrl_watch(ctl, &KUBE_PODS, map_related, migs);
+  if(!rc)
+    rc = ctrl_watch(ctl, &KUBE_NODES, map_related, migs);
+  if(!rc)
+    rc = ctrl_watch(ctl, &KUBE_MIGRATION_POLICIES, map_related, migs);
+  if(!rc)
+    rc = mgr_add_metrics(m, metrics, migs);
+  return rc;
+}

@@ -1,0 +1,280 @@
+/* The Validating phase of a PodMigration (pmig.h): everything checked before anything touches a
+ * pod. A refusal ends the migration Failed; what may change by itself (a pod not running yet,
+ * other migrations running under the policy, a node agent not there yet) keeps it in
+ * Validating, looked at again when pods, nodes, policies or migrations change. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conditions.h"
+#include "../informer.h"
+#include "api/api.h"
+#include "json.h"
+#include "pmig.h"
+
+static cJSON *cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns,
+                     const char *name)
+{
+  struct informer *inf = mgr_cache(p->ctx->mgr, gvr);
+  char key[512];
+  if(ns)
+    snprintf(key, sizeof(key), "%s/%s", ns, name ? name : "");
+  else
+    snprintf(key, sizeof(key), "%s", name ? name : "");
+  return inf && name ? informer_get(inf, key) : NULL;
+}
+
+/* Still validating: Validating=True with why, looked at again when what it waits for changes. */
+static void wait_for(struct pmig *p, const char *reason, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+static void wait_for(struct pmig *p, const char *reason, const char *fmt, ...)
+{
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  pmig_cond(p, "Validating", COND_TRUE, reason, "%s", msg);
+  edit_requeue(&p->ed, 30000); /* a fallback: the watches bring the change at once */
+}
+
+static bool has_probe(const cJSON *pod, const char *what)
+{
+  const cJSON *c;
+  cJSON_ArrayForEach(c, json_get(pod, "spec.containers"))
+  {
+    if(!strcmp(what, "readiness") && cJSON_IsObject(json_get(c, "readinessProbe")))
+      return true;
+    if(!strcmp(what, "tcp")) {
+      const cJSON *port;
+      cJSON_ArrayForEach(port, json_get(c, "ports"))
+      {
+        const char *proto = json_get_str(port, "protocol");
+        if(!proto || !strcmp(proto, "TCP"))
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+static bool node_ready(const cJSON *node)
+{
+  const cJSON *c;
+  cJSON_ArrayForEach(c, json_get(node, "status.conditions"))
+  {
+    const char *t = json_get_str(c, "type"), *s = json_get_str(c, "status");
+    if(t && !strcmp(t, "Ready"))
+      return s && !strcmp(s, "True");
+  }
+  return true; /* no conditions reported: not known to be down */
+}
+
+struct pick {
+  const cJSON *selector;
+  const struct pmig_verdict *v;
+  const char *source;
+  char best[254];
+};
+
+static void each_node(void *ctx, const char *key, const cJSON *node)
+{
+  (void)key;
+  struct pick *pk = ctx;
+  const char *name = json_get_str(node, "metadata.name");
+  const cJSON *labels = json_get(node, "metadata.labels");
+  if(!name || !strcmp(name, pk->source) || json_get_bool(node, "spec.unschedulable", false) ||
+     !node_ready(node) || !pmig_labels_have(pk->selector, labels) ||
+     !pmig_policy_dest(pk->v, labels))
+    return;
+  if(!pk->best[0] || strcmp(name, pk->best) < 0)
+    snprintf(pk->best, sizeof(pk->best), "%s", name);
+}
+
+/* The destination: spec.destination.nodeName, or the first node (by name) nodeSelector and the
+ * policies select, other than the source's. "" when refused (the refusal is queued). */
+static void destination(struct pmig *p, const char *source, const struct pmig_verdict *v,
+                        char *out, size_t len)
+{
+  out[0] = '\0';
+  const char *want = json_get_str(p->obj, "spec.destination.nodeName");
+  if(want) {
+    cJSON *node = cached(p, &KUBE_NODES, NULL, want);
+    if(!node)
+      pmig_refuse(p, "NodeSelected", "NodeNotFound", "node \"%s\" (spec.destination.nodeName) "
+                  "does not exist", want);
+    else if(!strcmp(want, source))
+      pmig_refuse(p, "NodeSelected", "SameNode", "pod runs on node \"%s\" already: name "
+                  "another node in spec.destination.nodeName", want);
+    else if(json_get_bool(node, "spec.unschedulable", false))
+      pmig_refuse(p, "NodeSelected", "NodeUnschedulable", "node \"%s\" is cordoned "
+                  "(spec.unschedulable): uncordon it or choose another node", want);
+    else if(!pmig_policy_dest(v, json_get(node, "metadata.labels")))
+      pmig_refuse(p, "PolicyChecked", "DestinationNotAllowed", "node \"%s\" lacks labels the "
+                  "destinationNodeSelector of MigrationPolicy \"%s\" requires", want, v->policy);
+    else
+      snprintf(out, len, "%s", want);
+    cJSON_Delete(node);
+    return;
+  }
+  struct pick pk = { json_get(p->obj, "spec.destination.nodeSelector"), v, source, "" };
+  struct informer *nodes = mgr_cache(p->ctx->mgr, &KUBE_NODES);
+  if(nodes)
+    informer_each(nodes, NULL, each_node, &pk);
+  if(!pk.best[0])
+    pmig_refuse(p, "NodeSelected", "NoNodeMatches", "no schedulable node other than \"%s\" "
+                "carries the labels of spec.destination.nodeSelector%s", source,
+                v->ndest ? " and the MigrationPolicies' destinationNodeSelector" : "");
+  else
+    snprintf(out, len, "%s", pk.best);
+}
+
+/* The node agent's published capabilities; NULL when none or malformed. */
+static cJSON *agent(struct pmig *p, const char *node_name)
+{
+  cJSON *node = cached(p, &KUBE_NODES, NULL, node_name);
+  const char *text = cJSON_GetStringValue(
+    cJSON_GetObjectItemCaseSensitive(json_get(node, "metadata.annotations"), PG_AGENT_ANNOTATION));
+  cJSON *caps = text ? cJSON_Parse(text) : NULL;
+  cJSON_Delete(node);
+  if(caps && !cJSON_IsObject(caps)) {
+    cJSON_Delete(caps);
+    caps = NULL;
+  }
+  return caps;
+}
+
+static gw_rc decide(struct pmig *p, const cJSON *pod)
+{
+  const char *pod_name = json_get_str(p->obj, "spec.source.podName");
+  const char *source = json_get_str(pod, "spec.nodeName");
+  const char *mode = json_get_str(p->obj, "spec.verification.mode");
+  if(!mode || !strcmp(mode, "ReadinessProbe")) {
+    if(!has_probe(pod, "readiness")) {
+      pmig_refuse(p, "Validating", "VerificationImpossible", "verification mode ReadinessProbe "
+                  "needs a readiness probe on a container of pod %s, and it has none: its Ready "
+                  "condition would prove nothing about the restored copy; add a readinessProbe "
+                  "or choose HTTPGet or TCPSocket", pod_name);
+      return GW_OK;
+    }
+  } else if(!strcmp(mode, "TCPSocket") && !json_get(p->obj, "spec.verification.tcpSocket") &&
+            !has_probe(pod, "tcp")) {
+    pmig_refuse(p, "Validating", "VerificationImpossible", "verification mode TCPSocket without "
+                "tcpSocket probes the TCP ports pod %s's containers declare, and they declare "
+                "none; set verification.tcpSocket.port", pod_name);
+    return GW_OK;
+  }
+  const char *strategy = json_get_str(p->obj, "spec.strategy.type");
+  if(!strategy)
+    strategy = "PreCopy";
+  struct pmig_verdict v;
+  gw_rc rc = pmig_policy(p, pod, strategy, &v);
+  if(rc)
+    return rc;
+  if(!v.ok && !v.wait) {
+    pmig_refuse(p, "PolicyChecked", v.reason, "%s", v.why);
+    pmig_verdict_release(&v);
+    return GW_OK;
+  }
+  if(v.wait) {
+    pmig_cond(p, "PolicyChecked", COND_FALSE, v.reason, "%s", v.why);
+    wait_for(p, v.reason, "%s", v.why);
+    pmig_verdict_release(&v);
+    return GW_OK;
+  }
+  char dest[254];
+  destination(p, source, &v, dest, sizeof(dest));
+  if(!dest[0]) {
+    pmig_verdict_release(&v);
+    return GW_OK;
+  }
+  char budget[32];
+  snprintf(budget, sizeof(budget), "%lldms", (long long)v.freeze_budget_ms);
+  edit_set_str(&p->ed, "destinationNode", dest);
+  edit_set_str(&p->ed, "policyName", v.policy);
+  edit_set_str(&p->ed, "freezeBudget", budget);
+  pmig_cond(p, "NodeSelected", COND_TRUE, "Selected", "destination node %s%s", dest,
+            json_get_str(p->obj, "spec.destination.nodeName") ? " (spec.destination.nodeName)"
+                                                              : " (picked by nodeSelector)");
+  pmig_cond(p, "PolicyChecked", COND_TRUE, "Allowed", "allowed by %zu MigrationPolic%s (the "
+            "tightest: %s): strategy %s, destination %s, freeze budget %s", v.n,
+            v.n == 1 ? "y" : "ies", v.policy, strategy, dest, budget);
+  bool stop_and_copy_ok = v.stop_and_copy_ok;
+  pmig_verdict_release(&v);
+  /* the node agents: the facts a checkpoint needs */
+  cJSON *src = agent(p, source), *dst = agent(p, dest);
+  if(!src || !dst) {
+    wait_for(p, "NodeAgentUnavailable", "no godwit node agent has published its capabilities "
+             "(annotation " PG_AGENT_ANNOTATION ") on node %s: the agent checkpoints and "
+             "restores pods, and this release does not ship it yet; the pod is not touched and "
+             "the migration waits (set spec.cancel to stop it)", !src ? source : dest);
+    cJSON_Delete(src);
+    cJSON_Delete(dst);
+    return GW_OK;
+  }
+  const char *effective = strategy;
+  if(!strcmp(strategy, "PreCopy") && !json_get_bool(src, "features.memDirtyTrack", false)) {
+    if(!stop_and_copy_ok) {
+      pmig_refuse(p, "PreCopyStarted", "DirtyTrackingUnavailable", "node %s cannot track dirty "
+                  "pages (CRIU mem_dirty_track is off), which PreCopy needs, and a "
+                  "MigrationPolicy forbids StopAndCopy: the pod is not moved", source);
+      cJSON_Delete(src);
+      cJSON_Delete(dst);
+      return GW_OK;
+    }
+    effective = "StopAndCopy";
+    pmig_cond(p, "PreCopyStarted", COND_FALSE, "DirtyTrackingUnavailable", "node %s cannot "
+              "track dirty pages (CRIU mem_dirty_track is off): no pre-copy round can skip "
+              "clean pages, so the migration runs StopAndCopy, which every applicable "
+              "MigrationPolicy allows", source);
+  }
+  edit_set_str(&p->ed, "strategy", effective);
+  cJSON_Delete(src);
+  cJSON_Delete(dst);
+  wait_for(p, "CheckpointNotAvailable", "validated (destination %s, strategy %s); the node "
+           "agents' checkpoint is not in this release, so the pod is not frozen and the "
+           "migration waits here (set spec.cancel to stop it)", dest, effective);
+  return GW_OK;
+}
+
+gw_rc pmig_validate(struct pmig *p)
+{
+  char msg[2048];
+  if(!api_revalidate("migration.podmotion.io", "PodMigration", p->obj, msg, sizeof(msg))) {
+    pmig_refuse(p, "Validating", "InvalidSpec", "the spec does not validate: %s", msg);
+    return GW_OK;
+  }
+  if(json_get_bool(p->obj, "spec.cancel", false)) {
+    pmig_cond(p, "Complete", COND_FALSE, "Cancelled", "spec.cancel is true: the migration "
+              "stopped before anything was frozen; the pod was not touched");
+    pmig_cond(p, "Validating", COND_FALSE, "Cancelled", "cancelled while validating");
+    edit_set_now(&p->ed, "completionTime");
+    pmig_phase(p, PG_CANCELLED, "spec.cancel is true; nothing was frozen");
+    return GW_OK;
+  }
+  const char *pod_name = json_get_str(p->obj, "spec.source.podName");
+  cJSON *pod = cached(p, &KUBE_PODS, p->ns, pod_name);
+  const char *node = json_get_str(pod, "spec.nodeName");
+  const char *phase = json_get_str(pod, "status.phase");
+  if(!pod)
+    pmig_refuse(p, "Validating", "SourcePodNotFound", "pod %s (spec.source.podName) does not "
+                "exist in namespace %s", pod_name ? pod_name : "", p->ns);
+  else if(json_get(pod, "metadata.deletionTimestamp"))
+    pmig_refuse(p, "Validating", "SourcePodTerminating", "pod %s is being deleted",
+                pod_name ? pod_name : "");
+  else if(phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
+    pmig_refuse(p, "Validating", "SourcePodNotRunning", "pod %s has ended (phase %s): only a "
+                "running pod is moved", pod_name ? pod_name : "", phase);
+  else if(!node || !*node || !phase || strcmp(phase, "Running"))
+    wait_for(p, "SourcePodNotRunning", "pod %s is not running on a node yet (phase %s): the "
+             "migration starts when it does", pod_name ? pod_name : "", phase ? phase : "none");
+  else {
+    edit_set_str(&p->ed, "sourceNode", node);
+    gw_rc rc = decide(p, pod);
+    cJSON_Delete(pod);
+    return rc;
+  }
+  cJSON_Delete(pod);
+  return GW_OK;
+}
