@@ -1,4 +1,4 @@
-# godwit: one image for every process (webhook, controller, runner, certs).
+# godwit: one image for every process (webhook, controller, runner, certs, node agent).
 #   docker build -t ghcr.io/godwit-dev/godwit:latest .
 # Binaries land in /usr/local/bin; the Kubernetes manifests pick one with `command:`.
 
@@ -20,7 +20,7 @@ ARG GODWIT_BUILD_DATE=unknown
 # `make clean` first: a build/ directory copied from the host must not pass for up to date.
 RUN make clean && make -j"$(nproc)" GODWIT_COMMIT="$GODWIT_COMMIT" \
       GODWIT_BUILD_DATE="$GODWIT_BUILD_DATE" build/godwit-webhook build/godwit-controller \
-      build/godwit-certs build/godwit-runner
+      build/godwit-certs build/godwit-runner build/godwit-nodeagent
 
 # --- runtime: the shared libraries, plus pgcopydb and the PostgreSQL 15 client for the runner --
 FROM debian:12-slim
@@ -42,7 +42,15 @@ RUN apt-get update \
 # godwit-runner is the command of the Migration controller's runner Jobs (preflight, catalog,
 # cutover, verify, compare, cleanup, reown); the worker Jobs run pgcopydb from this image too.
 COPY --from=build /src/build/godwit-webhook /src/build/godwit-controller \
-     /src/build/godwit-certs /src/build/godwit-runner /usr/local/bin/
+     /src/build/godwit-certs /src/build/godwit-runner /src/build/godwit-nodeagent /usr/local/bin/
+# CRIU for the node agent: Debian 12's 3.17 cannot checkpoint on current kernels, so the one
+# make deps installs (tests/criu/install.sh: a newer Debian's, in /opt/godwit/criu;
+# docs/dev/podmotion-runtime.md). The agent runs as root in its own privileged DaemonSet.
+COPY tests/criu/install.sh /tmp/criu-install.sh
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf nftables \
+ && GODWIT_CRIU_CHECK=0 sh /tmp/criu-install.sh /opt/godwit/criu \
+ && rm -rf /var/lib/apt/lists/* /tmp/criu-install.sh
 # The manifests run as 65532 too (runAsNonRoot needs a numeric user to check).
 USER 65532:65532
 CMD ["/usr/local/bin/godwit-webhook"]

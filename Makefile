@@ -27,7 +27,8 @@ TESTLIB_SRC := $(sort $(filter-out $(CLUSTER_SRC) $(CTRLTEST_SRC) $(LCTEST_SRC),
                  $(wildcard tests/cluster/*.c tests/controller/*.c tests/localcluster/tests/*.c)))
 APISERVER_SRC := $(sort $(wildcard tests/localcluster/apiserver/*.c))
 JOBRUNNER_SRC := $(sort $(wildcard tests/localcluster/jobrunner/*.c))
-CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/%,$(wildcard controller/*.c controller/*/*.c)))
+CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/% controller/nodeagent/main.c,$(wildcard controller/*.c controller/*/*.c)))
+NODEAGENT_SRC := $(sort $(wildcard controller/nodeagent/*.c))
 RUNNER_SRC := $(sort $(wildcard controller/runner/*.c))
 PG_SRC := $(sort $(wildcard tests/pg/*.c))
 
@@ -51,7 +52,7 @@ WEBHOOK_OBJ := $(call obj,$(WEBHOOK_SRC))
 
 BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUILD)/godwit-admit \
         $(BUILD)/godwit-yaml2json $(BUILD)/godwit-apiserver $(BUILD)/godwit-jobrunner \
-        $(BUILD)/godwit-controller $(BUILD)/godwit-runner
+        $(BUILD)/godwit-controller $(BUILD)/godwit-runner $(BUILD)/godwit-nodeagent
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
         bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan fuzz demo demo-ptah \
@@ -114,6 +115,10 @@ $(BUILD)/godwit-runner: $(call obj,$(RUNNER_SRC)) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/godwit-nodeagent: $(call obj,$(NODEAGENT_SRC)) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/unit: $(call obj,$(UNIT_SRC)) $(WEBHOOK_OBJ) $(SHARED_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
@@ -127,6 +132,13 @@ $(BUILD)/tests/cluster: $(call obj,$(CLUSTER_SRC)) $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CRITERION_LIBS)
+# The TCP counter server that tests/cluster/test_criu_tcp.c checkpoints and restores (never
+# with a sanitizer: CRIU would have to carry its shadow memory).
+$(BUILD)/tests/criu-counter: tests/criu/counter.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC  $@")
+	$(Q)$(CC) $(filter-out $(SAN),$(CFLAGS)) -o $@ $<
+$(BUILD)/tests/cluster: | $(BUILD)/tests/criu-counter
 $(BUILD)/tests/controller: $(call obj,$(CTRLTEST_SRC)) $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")
@@ -147,7 +159,7 @@ $(BUILD)/tests/integration: $(call obj,$(INTEG_SRC)) $(SHARED_OBJ)
 DEB_PKGS := pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev \
             libcurl4-openssl-dev libpq-dev libcriterion-dev libyaml-dev clang sqlite3 libsqlite3-0 \
             libclang-rt-14-dev cppcheck wrk openssl curl ca-certificates postgresql-15 postgresql-15-wal2json pgcopydb \
-            time
+            time patchelf iproute2 nftables
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq || echo "make deps: apt-get update failed; going on with the package lists at hand"; \
@@ -157,6 +169,7 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS) >/dev/null || exit 1; \
 	fi
 	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; $$SUDO tests/criu/install.sh
 
 # Builds run on every CPU; the suites decide their own parallelism.
 NPROC := $(shell nproc 2>/dev/null || echo 2)

@@ -1,6 +1,7 @@
 #include "ktime.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int64_t kt_mono_ms(void)
 {
@@ -66,4 +67,13 @@ int kt_cond_init(pthread_cond_t *c)
     e = pthread_cond_init(c, &a);
   pthread_condattr_destroy(&a);
   return e;
+}
+
+time_t kt_parse_rfc3339(const char *s)
+{
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  if(!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+    return 0;
+  return timegm(&tm);
 }

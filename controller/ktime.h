@@ -15,6 +15,9 @@
 #include <time.h>
 
 int64_t kt_mono_ms(void);
+/* The seconds since the epoch of an RFC 3339 time in UTC ("2024-05-01T12:00:00Z", fractions
+ * ignored); 0 when absent or malformed. */
+time_t kt_parse_rfc3339(const char *s);
 /* "2024-05-01T12:00:00Z" for t (seconds since the epoch); buf holds at least 21 bytes. */
 void kt_rfc3339(char *buf, size_t len, time_t t);
 /* "2024-05-01T12:00:00.123456Z" for now; buf holds at least 28 bytes. */

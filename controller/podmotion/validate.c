@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../conditions.h"
 #include "../informer.h"
+#include "../ktime.h"
 #include "api/api.h"
 #include "json.h"
 #include "pmig.h"
@@ -130,19 +132,34 @@ static void destination(struct pmig *p, const char *source, const struct pmig_ve
     snprintf(out, len, "%s", pk.best);
 }
 
-/* The node agent's published capabilities; NULL when none or malformed. */
-static cJSON *agent(struct pmig *p, const char *node_name)
+/* The node agent's published capabilities; NULL (with why) when there are none: no agent, a
+ * malformed or expired annotation (publishedAt + ttlSeconds passed: the agent is gone), or an
+ * agent whose CRIU does not run. */
+static cJSON *agent(struct pmig *p, const char *node_name, char *why, size_t len)
 {
   cJSON *node = cached(p, &KUBE_NODES, NULL, node_name);
   const char *text = cJSON_GetStringValue(
     cJSON_GetObjectItemCaseSensitive(json_get(node, "metadata.annotations"), PG_AGENT_ANNOTATION));
   cJSON *caps = text ? cJSON_Parse(text) : NULL;
   cJSON_Delete(node);
-  if(caps && !cJSON_IsObject(caps)) {
-    cJSON_Delete(caps);
-    caps = NULL;
-  }
-  return caps;
+  const char *err = json_get_str(caps, "error");
+  const cJSON *ttl = json_get(caps, "ttlSeconds");
+  time_t at = kt_parse_rfc3339(json_get_str(caps, "publishedAt"));
+  if(!text)
+    snprintf(why, len, "no godwit node agent has published its capabilities (annotation "
+             PG_AGENT_ANNOTATION ") on node %s", node_name);
+  else if(!cJSON_IsObject(caps))
+    snprintf(why, len, "the node agent's annotation on node %s is not a JSON object", node_name);
+  else if(err)
+    snprintf(why, len, "the node agent of node %s cannot checkpoint: %s", node_name, err);
+  else if(cJSON_IsNumber(ttl) && at && at + (time_t)ttl->valuedouble < time(NULL))
+    snprintf(why, len, "the node agent of node %s last published its capabilities at %s and "
+             "has not since (ttlSeconds %.0f): it is gone", node_name,
+             json_get_str(caps, "publishedAt"), ttl->valuedouble);
+  else
+    return caps;
+  cJSON_Delete(caps);
+  return NULL;
 }
 
 static gw_rc decide(struct pmig *p, const cJSON *pod)
@@ -203,12 +220,13 @@ static gw_rc decide(struct pmig *p, const cJSON *pod)
   bool stop_and_copy_ok = v.stop_and_copy_ok;
   pmig_verdict_release(&v);
   /* the node agents: the facts a checkpoint needs */
-  cJSON *src = agent(p, source), *dst = agent(p, dest);
+  char why_src[512] = "", why_dst[512] = "";
+  cJSON *src = agent(p, source, why_src, sizeof(why_src));
+  cJSON *dst = agent(p, dest, why_dst, sizeof(why_dst));
   if(!src || !dst) {
-    wait_for(p, "NodeAgentUnavailable", "no godwit node agent has published its capabilities "
-             "(annotation " PG_AGENT_ANNOTATION ") on node %s: the agent checkpoints and "
-             "restores pods, and this release does not ship it yet; the pod is not touched and "
-             "the migration waits (set spec.cancel to stop it)", !src ? source : dest);
+    wait_for(p, "NodeAgentUnavailable", "%s: the agents check a node's CRIU before anything is "
+             "frozen; the pod is not touched and the migration waits (set spec.cancel to stop "
+             "it)", !src ? why_src : why_dst);
     cJSON_Delete(src);
     cJSON_Delete(dst);
     return GW_OK;

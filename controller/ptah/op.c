@@ -21,14 +21,6 @@ static void copy(char *dst, size_t len, const char *src)
   snprintf(dst, len, "%s", src ? src : "");
 }
 
-time_t op_time(const char *s)
-{
-  struct tm tm;
-  memset(&tm, 0, sizeof(tm));
-  if(!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-    return 0;
-  return timegm(&tm);
-}
 
 bool op_read(const cJSON *obj, struct ptah_op *op)
 {
@@ -53,7 +45,7 @@ bool op_read(const cJSON *obj, struct ptah_op *op)
   op->refreshed = json_get_bool(o, "snapshotRefreshed", false);
   op->from = num(o, "fromVersion", 0);
   op->to = num(o, "toVersion", 0);
-  op->not_before = op_time(json_get_str(o, "notBefore"));
+  op->not_before = kt_parse_rfc3339(json_get_str(o, "notBefore"));
   return true;
 }
 

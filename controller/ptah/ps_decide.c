@@ -8,6 +8,7 @@
 
 #include "../conditions.h"
 #include "../events.h"
+#include "../ktime.h"
 #include "json.h"
 #include "ps.h"
 
@@ -192,7 +193,7 @@ static gw_rc decide(struct ps *p, struct ps_desired *d, const struct ps_verify *
     refused = NULL; /* refused under another verification policy: judged again */
   if(refused && !strcmp(refused, d->inputs) && !retired && why && !strcmp(why, "PlanFailed")) {
     /* a failed plan is read-only: planned again once its backoff has passed */
-    time_t at = op_time(json_get_str(p->obj, "status.refused.retryAfter"));
+    time_t at = kt_parse_rfc3339(json_get_str(p->obj, "status.refused.retryAfter"));
     time_t now = time(NULL);
     if(at > now) {
       edit_requeue(&p->ed, (long)(at - now) * 1000);

@@ -11,7 +11,10 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "json.h"
@@ -25,8 +28,8 @@ static void stop(void)
 
 TestSuite(podmotion_validate, .fini = stop, .timeout = 300);
 
-#define AGENT_NO_DIRTY "{\"criu\":\"4.1.1\",\"features\":{\"memDirtyTrack\":false,\"lazyPages\":true,\"tcpEstablished\":true}}"
-#define AGENT_DIRTY "{\"criu\":\"4.1.1\",\"features\":{\"memDirtyTrack\":true,\"lazyPages\":true,\"tcpEstablished\":true}}"
+#define AGENT_NO_DIRTY "{\"criu\":\"4.2.1\",\"features\":{\"memDirtyTrack\":false,\"lazyPages\":true,\"tcpEstablished\":true}}"
+#define AGENT_DIRTY "{\"criu\":\"4.2.1\",\"features\":{\"memDirtyTrack\":true,\"lazyPages\":true,\"tcpEstablished\":true}}"
 
 static void start(void)
 {
@@ -215,4 +218,82 @@ Test(podmotion_validate, a_policys_max_concurrent_holds_a_migration_until_one_en
                            "--type=merge -p '{\"status\":{\"phase\":\"Completed\"}}'"), 0);
   want_waiting("second", "NodeAgentUnavailable");
   cr_expect_str_eq(e2e_cond_reason(&E, "second", "PolicyChecked"), "Allowed");
+}
+
+/* ---- the real node agents ---- */
+
+static pid_t agents[2];
+
+static void stop_agents(void)
+{
+  for(size_t i = 0; i < 2; i++)
+    if(agents[i] > 0) {
+      kill(agents[i], SIGKILL);
+      waitpid(agents[i], NULL, 0);
+      agents[i] = 0;
+    }
+  e2e_stop(&E);
+}
+
+static pid_t start_agent(const char *node_name)
+{
+  const char *build = getenv("GODWIT_BUILD");
+  char bin[512], log[600];
+  snprintf(bin, sizeof(bin), "%s/godwit-nodeagent", build && *build ? build : "build");
+  snprintf(log, sizeof(log), "%s/nodeagent-%s.log", E.c.dir, node_name);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if(pid == 0) {
+    FILE *out = freopen(log, "w", stderr);
+    (void)out;
+    execl(bin, bin, "--kubeconfig", E.c.kubeconfig, "--context", "admin", "--node", node_name,
+          "--publish-interval-s", "1", (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static const char *agent_facts(const char *node_name)
+{
+  static __thread char buf[1024];
+  char *out = NULL;
+  e2e_kubectl(&E, &out, "get node %s -o jsonpath='{.metadata.annotations.migration\\.podmotion"
+              "\\.io/node-agent}'", node_name);
+  snprintf(buf, sizeof(buf), "%s", out ? out : "");
+  free(out);
+  return buf;
+}
+
+Test(podmotion_validate, real_node_agents_publish_their_criu_and_the_migration_uses_the_facts,
+     .fini = stop_agents)
+{
+  start();
+  node("node-a", "zone: a", NULL);
+  node("node-b", "zone: b", NULL);
+  policy("web", "  podSelector: {matchLabels: {app: web}}\n");
+  pod("web-0", "node-a", "app: web", true);
+  pmig("move", "web-0", "{nodeName: node-b}", NULL);
+  want_waiting("move", "NodeAgentUnavailable");
+  agents[0] = start_agent("node-a");
+  agents[1] = start_agent("node-b");
+  want_waiting("move", "CheckpointNotAvailable");
+  /* the facts are this node's own CRIU's (tests/criu/install.sh) */
+  cJSON *facts = cJSON_Parse(agent_facts("node-a"));
+  cr_assert(cJSON_IsObject(facts), "node-a: %s", agent_facts("node-a"));
+  cr_expect(!strncmp(json_get_str(facts, "criu") ? json_get_str(facts, "criu") : "", "4.", 2),
+            "%s", agent_facts("node-a"));
+  bool dirty = json_get_bool(facts, "features.memDirtyTrack", false);
+  cJSON_Delete(facts);
+  cr_expect_str_eq(status_str("move", "status.strategy"), dirty ? "PreCopy" : "StopAndCopy",
+                   "the strategy does not follow node-a's dirty-page tracking");
+  /* an agent that stops takes its facts with it: the migration waits again */
+  cr_assert_eq(kill(agents[1], SIGTERM), 0);
+  int st = 0;
+  cr_assert_eq(waitpid(agents[1], &st, 0), agents[1]);
+  agents[1] = 0;
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the agent did not stop cleanly");
+  cr_expect_str_eq(agent_facts("node-b"), "", "the stopped agent's facts remain");
+  want_waiting("move", "NodeAgentUnavailable");
+  cr_expect(strstr(e2e_cond_message(&E, "move", "Validating"), "node-b") != NULL, "%s",
+            e2e_cond_message(&E, "move", "Validating"));
 }
