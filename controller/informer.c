@@ -265,6 +265,12 @@ gw_rc informer_start(struct informer *inf)
   return GW_OK;
 }
 
+void informer_request_stop(struct informer *inf)
+{
+  if(inf && inf->running)
+    inf->stop = 1;
+}
+
 void informer_stop(struct informer *inf)
 {
   if(!inf || !inf->running)

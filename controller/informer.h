@@ -43,6 +43,9 @@ gw_rc informer_new(struct informer **out, struct kube_client *k, const struct in
 gw_rc informer_add_handler(struct informer *inf, inf_handler_fn fn, void *ctx) GW_MUST_CHECK;
 gw_rc informer_start(struct informer *inf) GW_MUST_CHECK;
 /* Stops the reflector and joins its thread; the cache stays readable. */
+/* Asks the informer's thread to stop and returns at once (informer_stop then joins it): a
+ * manager asks all of them first, so stopping takes the slowest one's time, not their sum. */
+void informer_request_stop(struct informer *inf);
 void informer_stop(struct informer *inf);
 void informer_free(struct informer *inf);
 

@@ -462,6 +462,8 @@ void mgr_free(struct mgr *m)
   }
   health_stop(m->health);
   for(int i = 0; i < m->ninfs; i++)
+    informer_request_stop(m->infs[i]); /* all at once: each may wait a watch read out */
+  for(int i = 0; i < m->ninfs; i++)
     informer_stop(m->infs[i]);
   for(int i = 0; i < m->nctrls; i++) {
     struct ctrl *c = m->ctrls[i];
