@@ -423,3 +423,15 @@ gw_rc edit_commit(struct status_edit *ed, struct rec_ctx *rc_ctx, cJSON **obj)
   edit_release(ed);
   return rc;
 }
+
+struct rec_result edit_result(const struct status_edit *ed, gw_rc rc)
+{
+  if(rc == GW_ECONFLICT)
+    return rec_requeue_after(500); /* it changed meanwhile: decide again from the fresh copy */
+  if(rc == GW_ENOTFOUND)
+    return rec_done();
+  if(rc)
+    return rec_retry(rc);
+  long next = edit_next_look(ed);
+  return next > 0 ? rec_requeue_after(next) : rec_done();
+}

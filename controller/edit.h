@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "manager.h"
 #include "phase.h"
 #include "rc.h"
 
@@ -122,6 +123,11 @@ void edit_event_if_cond(struct status_edit *ed, const char *cond_type, const cha
 
 /* Asks for another look in ms (the soonest of all asks wins). */
 void edit_requeue(struct status_edit *ed, long ms);
+
+/* The reconcile's result after edit_commit: rc (the step's, else the commit's) GW_ECONFLICT
+ * decides again from a fresh copy after 500 ms, GW_ENOTFOUND is done (the object is gone), any
+ * other error is retried with backoff, success looks again as the edit asked (edit_next_look). */
+struct rec_result edit_result(const struct status_edit *ed, gw_rc rc);
 
 /* Applies the queue to obj (the mutation edit_commit makes; exposed for tests). */
 gw_rc edit_apply(struct status_edit *ed, cJSON *obj, const char *key, bool *changed)

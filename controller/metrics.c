@@ -1,5 +1,11 @@
 #include "metrics.h"
 
+#include <string.h>
+
+#include "informer.h"
+#include "json.h"
+#include "phase.h"
+
 const double hist_bounds[HIST_NBUCKETS] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                             0.5,   1,     2.5,  5,     10,  60 };
 
@@ -37,4 +43,34 @@ gw_rc hist_render(struct strbuf *sb, const char *name, const char *labels, const
 gw_rc metric_header(struct strbuf *sb, const char *name, const char *type, const char *help)
 {
   return strbuf_addf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+struct phase_render {
+  struct strbuf *sb;
+  const char *name;
+  const struct phase_table *t;
+  gw_rc rc;
+};
+
+static void phase_one(void *ctx, const char *key, const cJSON *obj)
+{
+  (void)key;
+  struct phase_render *r = ctx;
+  const char *ns = json_get_str(obj, "metadata.namespace");
+  const char *name = json_get_str(obj, "metadata.name");
+  const char *phase = json_get_str(obj, "status.phase");
+  for(int p = 0; p < r->t->count && !r->rc && ns && name; p++)
+    r->rc = strbuf_addf(r->sb, "%s{namespace=\"%s\",name=\"%s\",phase=\"%s\"} %d\n", r->name,
+                        ns, name, phase_name(r->t, p),
+                        phase && !strcmp(phase, phase_name(r->t, p)));
+}
+
+gw_rc metric_phase_gauge(struct strbuf *sb, struct informer *inf, const char *name,
+                         const char *help, const struct phase_table *t)
+{
+  gw_rc rc = metric_header(sb, name, "gauge", help);
+  struct phase_render r = { sb, name, t, GW_OK };
+  if(!rc)
+    informer_each(inf, NULL, phase_one, &r);
+  return rc ? rc : r.rc;
 }

@@ -33,4 +33,12 @@ gw_rc hist_render(struct strbuf *sb, const char *name, const char *labels, const
 gw_rc metric_header(struct strbuf *sb, const char *name, const char *type, const char *help)
   GW_MUST_CHECK;
 
+/* Per object of a reconciled kind (the exception to the closed label sets above: an alert must
+ * name the object a person acts on): name{namespace,name,phase} 1 for the object's
+ * status.phase and 0 for every other phase of t, for each object inf holds; with its header. */
+struct informer;
+struct phase_table;
+gw_rc metric_phase_gauge(struct strbuf *sb, struct informer *inf, const char *name,
+                         const char *help, const struct phase_table *t) GW_MUST_CHECK;
+
 #endif

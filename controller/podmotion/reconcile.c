@@ -149,17 +149,7 @@ static struct rec_result reconcile(struct rec_ctx *c)
     struct waiting w = { c->ctrl };
     informer_each(c->cache, c->ns, enqueue_waiting, &w);
   }
-  struct rec_result r;
-  if(rc == GW_ECONFLICT)
-    r = rec_requeue_after(500);
-  else if(rc == GW_ENOTFOUND)
-    r = rec_done();
-  else if(rc)
-    r = rec_retry(rc);
-  else {
-    long next = edit_next_look(&p.ed);
-    r = next > 0 ? rec_requeue_after(next) : rec_done();
-  }
+  struct rec_result r = edit_result(&p.ed, rc);
   edit_release(&p.ed);
   cJSON_Delete(p.obj);
   return r;
@@ -167,32 +157,10 @@ static struct rec_result reconcile(struct rec_ctx *c)
 
 /* ---- metrics: godwit_podmigration_phase{namespace,name,phase} ---- */
 
-struct render {
-  struct strbuf *sb;
-  gw_rc rc;
-};
-
-static void one(void *ctx, const char *key, const cJSON *obj)
-{
-  (void)key;
-  struct render *r = ctx;
-  const char *ns = json_get_str(obj, "metadata.namespace");
-  const char *name = json_get_str(obj, "metadata.name");
-  const char *phase = json_get_str(obj, "status.phase");
-  for(int i = 0; i < PG_COUNT && !r->rc && ns && name; i++)
-    r->rc = strbuf_addf(r->sb, "godwit_podmigration_phase{namespace=\"%s\",name=\"%s\","
-                        "phase=\"%s\"} %d\n", ns, name, names[i],
-                        phase && !strcmp(phase, names[i]));
-}
-
 static gw_rc metrics(void *ctx, struct strbuf *sb)
 {
-  gw_rc rc = metric_header(sb, "godwit_podmigration_phase", "gauge",
-                           "The PodMigration's phase: 1 for the current one.");
-  struct render r = { sb, GW_OK };
-  if(!rc)
-    informer_each(ctx, NULL, one, &r);
-  return rc ? rc : r.rc;
+  return metric_phase_gauge(sb, ctx, "godwit_podmigration_phase",
+                            "The PodMigration's phase: 1 for the current one.", &pmig_phases);
 }
 
 /* ---- registration ---- */

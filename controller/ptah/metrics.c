@@ -29,16 +29,9 @@ static void one(void *ctx, const char *key, const cJSON *obj)
   const char *name = json_get_str(obj, "metadata.name");
   if(r->rc || !ns || !name)
     return;
-  const char *phase = json_get_str(obj, "status.phase");
   const cJSON *cur = json_get(obj, "status.currentVersion");
   const cJSON *latest = json_get(obj, "status.latestVersion");
   switch(r->which) {
-  case 0:
-    for(int p = 0; p < PM_COUNT && !r->rc; p++)
-      r->rc = strbuf_addf(r->sb, "godwit_ptahmigration_phase{namespace=\"%s\",name=\"%s\","
-                          "phase=\"%s\"} %d\n", ns, name, phase_name(&pm_phases, p),
-                          phase && !strcmp(phase, phase_name(&pm_phases, p)));
-    break;
   case 1:
     if(cJSON_IsNumber(cur))
       r->rc = strbuf_addf(r->sb, "godwit_ptahmigration_current_version{namespace=\"%s\","
@@ -62,15 +55,16 @@ gw_rc pm_metrics(void *ctx, struct strbuf *sb)
   static const struct {
     const char *name, *help;
   } rows[] = {
-    { "godwit_ptahmigration_phase", "The PtahMigration's phase: 1 for the current one." },
+    { NULL, NULL }, /* the phase: metric_phase_gauge */
     { "godwit_ptahmigration_current_version",
       "The highest version the history table records (status.currentVersion)." },
     { "godwit_ptahmigration_latest_version", "The highest version in the ConfigMap." },
     { "godwit_ptahmigration_lock_release_owed",
       "1 while a dead run's session may still hold the database lock (TargetLockReleaseOwed)." },
   };
-  gw_rc rc = GW_OK;
-  for(int i = 0; i < 4 && !rc; i++) {
+  gw_rc rc = metric_phase_gauge(sb, inf, "godwit_ptahmigration_phase",
+                                "The PtahMigration's phase: 1 for the current one.", &pm_phases);
+  for(int i = 1; i < 4 && !rc; i++) {
     rc = metric_header(sb, rows[i].name, "gauge", rows[i].help);
     struct render r = { sb, i, GW_OK };
     if(!rc)
@@ -82,30 +76,8 @@ gw_rc pm_metrics(void *ctx, struct strbuf *sb)
 }
 
 /* Per-PtahSchema: godwit_ptahschema_phase{namespace,name,phase}, 1 for the current phase. */
-struct schema_render {
-  struct strbuf *sb;
-  gw_rc rc;
-};
-
-static void schema_one(void *ctx, const char *key, const cJSON *obj)
-{
-  (void)key;
-  struct schema_render *r = ctx;
-  const char *ns = json_get_str(obj, "metadata.namespace");
-  const char *name = json_get_str(obj, "metadata.name");
-  const char *phase = json_get_str(obj, "status.phase");
-  for(int p = 0; p < PS_COUNT && !r->rc && ns && name; p++)
-    r->rc = strbuf_addf(r->sb, "godwit_ptahschema_phase{namespace=\"%s\",name=\"%s\","
-                        "phase=\"%s\"} %d\n", ns, name, phase_name(&ps_phases, p),
-                        phase && !strcmp(phase, phase_name(&ps_phases, p)));
-}
-
 gw_rc ps_metrics(void *ctx, struct strbuf *sb)
 {
-  gw_rc rc = metric_header(sb, "godwit_ptahschema_phase", "gauge",
-                           "The PtahSchema's phase: 1 for the current one.");
-  struct schema_render r = { sb, GW_OK };
-  if(!rc)
-    informer_each(ctx, NULL, schema_one, &r);
-  return rc ? rc : r.rc;
+  return metric_phase_gauge(sb, ctx, "godwit_ptahschema_phase",
+                            "The PtahSchema's phase: 1 for the current one.", &ps_phases);
 }

@@ -139,17 +139,7 @@ static struct rec_result reconcile(struct rec_ctx *c)
     rc = crc;
   if(!crc)
     ps_after_commit(&p);
-  struct rec_result r;
-  if(rc == GW_ECONFLICT)
-    r = rec_requeue_after(500); /* it changed meanwhile: decide again from the fresh copy */
-  else if(rc == GW_ENOTFOUND)
-    r = rec_done();
-  else if(rc)
-    r = rec_retry(rc);
-  else {
-    long next = edit_next_look(&p.ed);
-    r = next > 0 ? rec_requeue_after(next) : rec_done();
-  }
+  struct rec_result r = edit_result(&p.ed, rc);
   edit_release(&p.ed);
   cJSON_Delete(p.obj);
   return r;
