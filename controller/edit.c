@@ -82,8 +82,8 @@ static struct edit_cond *cond_slot(struct status_edit *ed, const char *type)
   return c;
 }
 
-void edit_cond(struct status_edit *ed, const char *type, const char *status, const char *reason,
-               const char *fmt, ...)
+void edit_vcond(struct status_edit *ed, const char *type, const char *status, const char *reason,
+                const char *fmt, va_list ap)
 {
   struct edit_cond *c = cond_slot(ed, type);
   if(!c)
@@ -92,12 +92,18 @@ void edit_cond(struct status_edit *ed, const char *type, const char *status, con
   c->remove = false;
   snprintf(c->status, sizeof(c->status), "%s", status);
   snprintf(c->reason, sizeof(c->reason), "%s", reason);
-  va_list ap;
-  va_start(ap, fmt);
   c->message = vfmt(fmt, ap);
-  va_end(ap);
   if(!c->message)
     ed->oom = true;
+}
+
+void edit_cond(struct status_edit *ed, const char *type, const char *status, const char *reason,
+               const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  edit_vcond(ed, type, status, reason, fmt, ap);
+  va_end(ap);
 }
 
 const struct edit_cond *edit_queued_cond(const struct status_edit *ed, const char *type)

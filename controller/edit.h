@@ -29,6 +29,7 @@
 #define GW_CTRL_EDIT_H
 
 #include <cJSON.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -98,6 +99,9 @@ void edit_release(struct status_edit *ed);
 void edit_phase(struct status_edit *ed, int phase);
 void edit_cond(struct status_edit *ed, const char *type, const char *status, const char *reason,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* edit_cond with a va_list, for a kind's own printf-like wrappers (its Ready condition). */
+void edit_vcond(struct status_edit *ed, const char *type, const char *status, const char *reason,
+                const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 void edit_cond_remove(struct status_edit *ed, const char *type);
 /* status.<path> (path without the prefix); takes v (NULL removes). */
 void edit_set(struct status_edit *ed, const char *path, cJSON *v);

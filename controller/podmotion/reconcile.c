@@ -45,10 +45,8 @@ void pmig_cond(struct pmig *p, const char *type, const char *status, const char 
 {
   va_list ap;
   va_start(ap, fmt);
-  char *msg = vfmt(fmt, ap);
+  edit_vcond(&p->ed, type, status, reason, fmt, ap);
   va_end(ap);
-  edit_cond(&p->ed, type, status, reason, "%s", msg ? msg : reason);
-  free(msg);
 }
 
 void pmig_phase(struct pmig *p, int phase, const char *fmt, ...)

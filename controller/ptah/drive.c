@@ -3,7 +3,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,12 +15,8 @@ void op_ready(const struct op_host *h, const char *status, const char *reason, c
 {
   va_list ap;
   va_start(ap, fmt);
-  char *msg = NULL;
-  if(vasprintf(&msg, fmt, ap) < 0)
-    msg = NULL;
+  edit_vcond(h->ed, C_READY, status, reason, fmt, ap);
   va_end(ap);
-  h->ready(h->self, status, reason, msg ? msg : reason);
-  free(msg);
 }
 
 gw_rc op_dispatch(const struct op_host *h, struct ptah_op *op)
@@ -213,4 +208,24 @@ bool op_stale_job(const struct op_host *h, const struct ptah_op *op, const struc
            op->job);
   edit_requeue(h->ed, 1);
   return true;
+}
+
+bool op_await_job(const struct op_host *h, const struct ptah_op *op, struct job_view *v)
+{
+  gw_rc rc = op_job_view(h->owner, op->job, v);
+  if(rc) {
+    edit_requeue(h->ed, OP_ERROR_RETRY_MS);
+    return false;
+  }
+  bool handled = false;
+  if(v->state == JOB_PENDING && !*v->pod && v->pods_ended == 0)
+    handled = op_stale_job(h, op, v);
+  if(!handled && (v->state == JOB_PENDING || v->state == JOB_RUNNING ||
+                  v->state == JOB_DELETING)) {
+    op_watch_running(h, op, v);
+    handled = true;
+  }
+  if(handled)
+    job_view_release(v);
+  return !handled;
 }

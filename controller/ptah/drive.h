@@ -30,8 +30,6 @@ struct op_host {
   const struct rj_owner *owner;
   const char *busy_reason; /* Ready's reason while an operation runs ("Migrating", ...) */
   void *self;
-  /* Ready=status with reason and message */
-  void (*ready)(void *self, const char *status, const char *reason, const char *msg);
   /* the admission snapshot of op (full: the whole Pod template) */
   gw_rc (*digest)(void *self, const struct ptah_op *op, bool full, char *out, size_t len);
   gw_rc (*create)(void *self, const struct ptah_op *op, bool *created);
@@ -39,6 +37,7 @@ struct op_host {
   void (*detail)(void *self, const struct ptah_op *op, char *buf, size_t len);
 };
 
+/* The kind's Ready condition, on h->ed. */
 void op_ready(const struct op_host *h, const char *status, const char *reason, const char *fmt,
               ...) __attribute__((format(printf, 4, 5)));
 gw_rc op_dispatch(const struct op_host *h, struct ptah_op *op) GW_MUST_CHECK;
@@ -53,6 +52,10 @@ bool op_runner_refused(const struct op_host *h, struct ptah_op *op, const struct
 /* The same operation, a new attempt's Job after wait_ms; refused: the runner never ran it (the
  * attempts a backoff limit counts are not spent). */
 void op_again_later(const struct op_host *h, struct ptah_op *op, long wait_ms, bool refused);
+/* The dispatched operation's Job: true when it has ended (or is gone) and *v holds it (the
+ * caller releases it); false when this pass ends here: an API error (a requeue), a stale Job
+ * cleaned up, or a Job still running (op_watch_running), *v released. */
+bool op_await_job(const struct op_host *h, const struct ptah_op *op, struct job_view *v);
 /* true: handled (the pass ends here). */
 bool op_stale_job(const struct op_host *h, const struct ptah_op *op, const struct job_view *v);
 

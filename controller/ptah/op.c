@@ -22,6 +22,13 @@ static void copy(char *dst, size_t len, const char *src)
 }
 
 
+long long op_status_int(const cJSON *obj, const char *path, long long dflt)
+{
+  char full[96];
+  snprintf(full, sizeof(full), "status.%s", path);
+  return num(obj, full, dflt);
+}
+
 bool op_read(const cJSON *obj, struct ptah_op *op)
 {
   memset(op, 0, sizeof(*op));

@@ -60,6 +60,8 @@ bool op_read(const cJSON *obj, struct ptah_op *op);
 void op_write(struct status_edit *ed, const cJSON *obj, const struct ptah_op *op);
 /* "<name>-<type>-<seq>", the name cut and suffixed with a digest of it when too long. */
 void op_make_id(const char *name, const char *type_lc, long long seq, char *buf, size_t len);
+/* status.<path> of obj as an integer, dflt when absent or not a number. */
+long long op_status_int(const cJSON *obj, const char *path, long long dflt);
 /* "<id>-<attempt>". */
 void op_job_name(const char *id, int attempt, char *buf, size_t len);
 

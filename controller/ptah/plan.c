@@ -98,7 +98,7 @@ gw_rc pm_inputs_read(struct pm *p, struct pm_inputs *in)
 static void settled(struct pm *p)
 {
   const char *outcome = json_get_str(p->obj, "status.lastRun.outcome");
-  long long cur = pm_status_int(p, "currentVersion", 0);
+  long long cur = op_status_int(p->obj, "currentVersion", 0);
   if(outcome && (!strcmp(outcome, "Applied") || !strcmp(outcome, "UpToDate"))) {
     edit_phase(&p->ed, PM_UPTODATE);
     if(!cond_is_true(p->obj, C_READY))
@@ -128,7 +128,7 @@ gw_rc pm_plan(struct pm *p)
     return GW_OK;
   }
   /* a run is due: claim it before its Job exists */
-  long long seq = pm_status_int(p, "operationCount", 0) + 1;
+  long long seq = op_status_int(p->obj, "operationCount", 0) + 1;
   struct ptah_op op;
   memset(&op, 0, sizeof(op));
   op_make_id(p->name, "apply", seq, op.id, sizeof(op.id));
@@ -137,7 +137,7 @@ gw_rc pm_plan(struct pm *p)
   op.legacy = p->o->legacy_results;
   op_job_name(op.id, op.attempt, op.job, sizeof(op.job));
   snprintf(op.inputs, sizeof(op.inputs), "%s", in.digest);
-  op.from = pm_status_int(p, "currentVersion", 0);
+  op.from = op_status_int(p->obj, "currentVersion", 0);
   op.to = in.target;
   pm_binding(p, op.binding, sizeof(op.binding));
   rc = pm_job_digest(p, &op, op.tdigest, sizeof(op.tdigest));

@@ -53,7 +53,6 @@ struct pm {
 /* Ready=status with reason and message. */
 void pm_ready(struct pm *p, const char *status, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
-long long pm_status_int(const struct pm *p, const char *path, long long dflt);
 
 /* plan.c: what the ConfigMap holds, and whether a run is due (then its claim). */
 struct pm_inputs {

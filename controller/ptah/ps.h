@@ -82,7 +82,6 @@ struct ps {
 
 void ps_ready(struct ps *p, const char *status, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
-long long ps_status_int(const struct ps *p, const char *path, long long dflt);
 void ps_mark(struct ps *p, const cJSON *approval, const char *phase, const char *reason,
              const char *event, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 

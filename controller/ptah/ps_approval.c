@@ -95,7 +95,7 @@ bool ps_approvals(struct ps *p)
   const char *taken = json_get_str(p->obj, "status.approval.name");
   const char *taken_for = json_get_str(p->obj, "status.approval.planDigest");
   bool needed = digest && !(applied && !strcmp(applied, digest)) &&
-                ps_status_int(p, "plan.statements", 0) > 0;
+                op_status_int(p->obj, "plan.statements", 0) > 0;
   struct found f;
   find(p, &f);
   bool accepted = false, self_ok = false, self_read = false;

@@ -86,7 +86,7 @@ static bool reverify(struct ps *p, const struct ps_verify *v, const char *inputs
 
 gw_rc ps_claim(struct ps *p, const char *type, const char *inputs, const char *desired)
 {
-  long long seq = ps_status_int(p, "operationCount", 0) + 1;
+  long long seq = op_status_int(p->obj, "operationCount", 0) + 1;
   struct ptah_op op;
   memset(&op, 0, sizeof(op));
   char lc[16];
@@ -220,7 +220,7 @@ static gw_rc decide(struct ps *p, struct ps_desired *d, const struct ps_verify *
       ps_retire_plan(p); /* a new plan: the approval boundary closes with the old one */
     return plan(p, d, v);
   }
-  if(ps_status_int(p, "plan.statements", 0) == 0 || (applied && !strcmp(applied, digest))) {
+  if(op_status_int(p->obj, "plan.statements", 0) == 0 || (applied && !strcmp(applied, digest))) {
     (void)ps_approvals(p); /* approvals waiting for nothing go stale */
     settled(p);
     ps_desired_prune(p, NULL);

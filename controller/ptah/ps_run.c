@@ -165,7 +165,7 @@ static void plan_done(struct ps *p, const struct ptah_op *op, const struct op_re
   const char *was = json_get_str(p->obj, "status.refused.inputs");
   const char *why = json_get_str(p->obj, "status.refused.reason");
   long long n = was && !strcmp(was, op->inputs) && why && !strcmp(why, "PlanFailed")
-                  ? ps_status_int(p, "refused.attempts", 0) + 1 : 1;
+                  ? op_status_int(p->obj, "refused.attempts", 0) + 1 : 1;
   long long wait_ms = p->o->failure_interval_ms << (n - 1 < 5 ? n - 1 : 5);
   if(wait_ms > PS_PLAN_RETRY_MAX_MS)
     wait_ms = PS_PLAN_RETRY_MAX_MS;
@@ -187,7 +187,7 @@ static void plan_done(struct ps *p, const struct ptah_op *op, const struct op_re
 
 static void observe(struct ps *p, const struct ptah_op *op)
 {
-  edit_set_int(&p->ed, "plan.applyAttempts", ps_status_int(p, "plan.applyAttempts", 0) + 1);
+  edit_set_int(&p->ed, "plan.applyAttempts", op_status_int(p->obj, "plan.applyAttempts", 0) + 1);
   const char *ds = json_get_str(p->obj, "status.plan.desiredChecksum");
   gw_rc rc = ps_claim(p, "Observe", op->inputs, ds ? ds : op->desired);
   if(rc)
@@ -270,7 +270,7 @@ static void observe_done(struct ps *p, const struct ptah_op *op, const struct op
     return;
   }
   if(!strcmp(found, digest)) {
-    long long tries = ps_status_int(p, "plan.applyAttempts", 0);
+    long long tries = op_status_int(p->obj, "plan.applyAttempts", 0);
     if(tries >= PS_APPLY_ATTEMPTS) {
       ps_refuse(p, op->inputs, "ApplyFailed", op->id, NULL);
       edit_unset(&p->ed, "approval");
@@ -438,20 +438,8 @@ gw_rc ps_drive(struct ps *p)
     return op_dispatch(&p->host, &op);
   }
   struct job_view v;
-  gw_rc rc = op_job_view(&p->owner, op.job, &v);
-  if(rc) {
-    edit_requeue(&p->ed, OP_ERROR_RETRY_MS);
+  if(!op_await_job(&p->host, &op, &v))
     return GW_OK;
-  }
-  if(v.state == JOB_PENDING && !*v.pod && v.pods_ended == 0 && op_stale_job(&p->host, &op, &v)) {
-    job_view_release(&v);
-    return GW_OK;
-  }
-  if(v.state == JOB_PENDING || v.state == JOB_RUNNING || v.state == JOB_DELETING) {
-    op_watch_running(&p->host, &op, &v);
-    job_view_release(&v);
-    return GW_OK;
-  }
   struct op_record r;
   enum op_verdict verdict = op_read_result(&p->host, &op, &v, &r);
   const char *res = job_report_result(&v);

@@ -40,28 +40,11 @@ void pm_ready(struct pm *p, const char *status, const char *reason, const char *
 {
   va_list ap;
   va_start(ap, fmt);
-  char *msg = NULL;
-  if(vasprintf(&msg, fmt, ap) < 0)
-    msg = NULL;
+  edit_vcond(&p->ed, C_READY, status, reason, fmt, ap);
   va_end(ap);
-  edit_cond(&p->ed, C_READY, status, reason, "%s", msg ? msg : reason);
-  free(msg);
-}
-
-long long pm_status_int(const struct pm *p, const char *path, long long dflt)
-{
-  char full[96];
-  snprintf(full, sizeof(full), "status.%s", path);
-  const cJSON *v = json_get(p->obj, full);
-  return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
 }
 
 /* ---- this PtahMigration as the host of its operation (drive.h) ---- */
-
-static void host_ready(void *self, const char *status, const char *reason, const char *msg)
-{
-  pm_ready(self, status, reason, "%s", msg);
-}
 
 static gw_rc host_digest(void *self, const struct ptah_op *op, bool full, char *out, size_t len)
 {
@@ -99,7 +82,7 @@ static void init(struct pm *p, struct rec_ctx *c, const struct ptah_opts *o, cJS
                                 .jobs = mgr_cache(c->mgr, &KUBE_JOBS),
                                 .pods = mgr_cache(c->mgr, &KUBE_PODS) };
   p->host = (struct op_host){ .ctx = c, .ed = &p->ed, .obj = obj, .o = o, .owner = &p->owner,
-                              .busy_reason = "Migrating", .self = p, .ready = host_ready,
+                              .busy_reason = "Migrating", .self = p,
                               .digest = host_digest, .create = host_create,
                               .detail = host_detail };
 }

@@ -172,20 +172,8 @@ gw_rc pm_drive(struct pm *p)
   if(!op.dispatched)
     return op_dispatch(&p->host, &op);
   struct job_view v;
-  gw_rc rc = op_job_view(&p->owner, op.job, &v);
-  if(rc) {
-    edit_requeue(&p->ed, OP_ERROR_RETRY_MS);
+  if(!op_await_job(&p->host, &op, &v))
     return GW_OK;
-  }
-  if(v.state == JOB_PENDING && !*v.pod && v.pods_ended == 0 && op_stale_job(&p->host, &op, &v)) {
-    job_view_release(&v);
-    return GW_OK;
-  }
-  if(v.state == JOB_PENDING || v.state == JOB_RUNNING || v.state == JOB_DELETING) {
-    op_watch_running(&p->host, &op, &v);
-    job_view_release(&v);
-    return GW_OK;
-  }
   struct op_record r;
   enum op_verdict verdict = op_read_result(&p->host, &op, &v, &r);
   if(verdict == OPV_ACCEPTED)

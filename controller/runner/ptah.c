@@ -52,29 +52,13 @@ static const struct cfg_opt pm_table[] = {
 
 /* ----- the message ------------------------------------------------------------------------ */
 
-static void vappend(struct pm_ctx *c, bool reset, const char *fmt, va_list ap)
-{
-  struct strbuf sb;
-  strbuf_init(&sb, 4 * PTAH_RECORD_MESSAGE_MAX); /* redacted and cut when written */
-  gw_rc rc = GW_OK;
-  if(!reset && c->message && *c->message)
-    rc = strbuf_addf(&sb, "%s ", c->message);
-  if(!rc)
-    rc = strbuf_vaddf(&sb, fmt, ap);
-  char *s = rc ? NULL : strbuf_take(&sb, NULL);
-  strbuf_release(&sb);
-  if(s || reset) { /* out of memory or too long: keep what was there, unless replacing */
-    free(c->message);
-    c->message = s;
-  }
-}
 
 void pm_set(struct pm_ctx *c, enum pm_outcome o, const char *fmt, ...)
 {
   c->outcome = o;
   va_list ap;
   va_start(ap, fmt);
-  vappend(c, true, fmt, ap);
+  ptah_vmessage(&c->message, true, fmt, ap);
   va_end(ap);
 }
 
@@ -82,7 +66,7 @@ void pm_add(struct pm_ctx *c, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vappend(c, false, fmt, ap);
+  ptah_vmessage(&c->message, false, fmt, ap);
   va_end(ap);
 }
 

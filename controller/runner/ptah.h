@@ -119,6 +119,17 @@ struct ptah_identity {
 };
 int ptah_check_identity(struct st_ctx *st, const char *step, const struct ptah_identity *id);
 int ptah_vbad_arg(struct st_ctx *st, const char *step, const char *fmt, va_list ap);
+/* How a Ptah step ends: its exit code (termination.h) and the report's "result" (Passed,
+ * Failed, Transient, CredentialFailed). A durable record not delivered makes the run transient;
+ * a refused credential wins over everything (nothing ran). */
+struct ptah_end {
+  bool passed, transient, durable, delivered, credential_failed;
+};
+int ptah_exit_code(const struct ptah_end *e, const char **result);
+/* A step's run message: replaced (reset) or appended to with a space; on running out of memory
+ * or length the old one stays, unless replacing. Redacted and cut when written. */
+void ptah_vmessage(char **msg, bool reset, const char *fmt, va_list ap)
+  __attribute__((format(printf, 3, 0)));
 
 /* The protocol check, on the raw arguments, before anything else (a runner of another protocol
  * may not know the Job's flags). -1 when the protocol matches or is not given; else the report

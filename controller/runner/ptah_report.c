@@ -122,15 +122,10 @@ int pm_finish(struct pm_ctx *c)
   bool durable = c->args_ok && !strcmp(c->o.result, "durable") && !c->credential_failed;
   if(durable)
     pm_record_deliver(c);
-  int code = succeeded(c->outcome) ? RUNNER_EXIT_PASSED : RUNNER_EXIT_FAILED;
-  if(c->transient || (durable && !c->record_delivered))
-    code = RUNNER_EXIT_TRANSIENT;
-  if(c->credential_failed)
-    code = RUNNER_EXIT_CREDENTIAL;
-  const char *result = code == RUNNER_EXIT_PASSED   ? "Passed"
-                       : code == RUNNER_EXIT_FAILED  ? "Failed"
-                       : code == RUNNER_EXIT_CREDENTIAL ? "CredentialFailed"
-                                                     : "Transient";
+  const struct ptah_end end = { succeeded(c->outcome), c->transient, durable,
+                                 c->record_delivered, c->credential_failed };
+  const char *result;
+  int code = ptah_exit_code(&end, &result);
   /* Redacted before it is cut to a line: a cut never leaves half a secret behind. */
   const char *secrets[] = { c->st.secrets[0], c->st.src.password };
   char *line = redact_cut(c->message ? c->message : "", 2000, secrets, 2, NULL);

@@ -297,15 +297,10 @@ int sp_finish(struct sp_ctx *c)
   bool durable = c->args_ok && c->durable && !c->credential_failed;
   if(durable)
     sp_record_deliver(c);
-  int code = passed(c->outcome) ? RUNNER_EXIT_PASSED : RUNNER_EXIT_FAILED;
-  if(c->transient || (durable && !c->record_delivered))
-    code = RUNNER_EXIT_TRANSIENT;
-  if(c->credential_failed)
-    code = RUNNER_EXIT_CREDENTIAL;
-  const char *result = code == RUNNER_EXIT_PASSED       ? "Passed"
-                       : code == RUNNER_EXIT_FAILED     ? "Failed"
-                       : code == RUNNER_EXIT_CREDENTIAL ? "CredentialFailed"
-                                                        : "Transient";
+  const struct ptah_end end = { passed(c->outcome), c->transient, durable, c->record_delivered,
+                                 c->credential_failed };
+  const char *result;
+  int code = ptah_exit_code(&end, &result);
   const char *secrets[] = { c->st.secrets[0], c->st.secrets[1], c->st.src.password,
                             c->st.dst.password };
   char *line = redact_cut(c->message ? c->message : "", 2000, secrets, 4, NULL);
