@@ -138,7 +138,7 @@ $(BUILD)/tests/criu-counter: tests/criu/counter.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC  $@")
 	$(Q)$(CC) $(filter-out $(SAN),$(CFLAGS)) -o $@ $<
-$(BUILD)/tests/cluster: | $(BUILD)/tests/criu-counter
+$(BUILD)/tests/cluster $(BUILD)/tests/localcluster: | $(BUILD)/tests/criu-counter
 $(BUILD)/tests/controller: $(call obj,$(CTRLTEST_SRC)) $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD  $@")

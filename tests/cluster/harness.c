@@ -119,6 +119,10 @@ void cl_start(struct cl *c, unsigned what)
     argv[n++] = "--faults";
   if(what & CL_NO_CRDS)
     argv[n++] = "--without-crds";
+  if(what & CL_NODES) {
+    argv[n++] = "--worker-nodes";
+    argv[n++] = "node-a,node-b,node-c";
+  }
   argv[n] = NULL;
   int rc = run(argv, cl_path(c, "up.log"));
   if(rc) {

@@ -23,6 +23,7 @@ enum {
   CL_CONTROLLER = 1 << 2, /* godwit-controller (up --with-controller) */
   CL_FAULTS = 1 << 3,     /* the API server's /__faults endpoint */
   CL_NO_CRDS = 1 << 4,    /* do not apply manifests/crds */
+  CL_NODES = 1 << 5,      /* worker nodes node-a, node-b, node-c with the pod network (root) */
 };
 
 struct cl {

@@ -222,9 +222,16 @@ void ctr_start(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, size_t index)
       pod_event(jr, p, "Normal", "Pulled", "Container image \"%s\" already present on machine",
                 c->image);
     }
-    struct proc_spec ps = { .argv = argv, .envp = env, .workdir = wd && *wd ? wd : jr->workdir,
+    /* A sandboxed container without workingDir starts in a directory of its own: CRIU's
+     * parasite mounts a private /proc in the working directory of the tree it dumps, and two
+     * trees dumped at once must not share one (docs/dev/podmotion-runtime.md). */
+    bool sandboxed = p->sb.n != 0;
+    const char *dflt = sandboxed ? dir : jr->workdir;
+    struct proc_spec ps = { .argv = argv, .envp = env, .workdir = wd && *wd ? wd : dflt,
                             .workdir_first = !(wd && *wd), .log_path = log, .mounts = mounts,
-                            .nmounts = nm };
+                            .nmounts = nm, .netns = sandboxed ? p->sb.netns_path : NULL,
+                            .new_pidns = jr->podnet.k >= 0 &&
+                                         !json_get_bool(p->pod, "spec.hostPID", false) };
     rc = proc_spawn(&ps, &pid, err, sizeof(err));
   }
   env_free(argv);

@@ -150,8 +150,11 @@ char *env_field(const cJSON *pod, const char *path, char *err, size_t errlen)
       const char *v = json_get_str(pod, plain[i].json);
       return strdup(v ? v : "");
     }
-  if(!strcmp(path, "status.hostIP") || !strcmp(path, "status.podIP") ||
-     !strcmp(path, "status.hostIPs") || !strcmp(path, "status.podIPs"))
+  if(!strcmp(path, "status.podIP") || !strcmp(path, "status.podIPs")) {
+    const char *ip = json_get_str(pod, "status.podIP"); /* a sandboxed Pod's own (pods.c) */
+    return strdup(ip && *ip ? ip : "127.0.0.1");
+  }
+  if(!strcmp(path, "status.hostIP") || !strcmp(path, "status.hostIPs"))
     return strdup("127.0.0.1");
   char key[320];
   const char *k;

@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "kube/kube.h"
+#include "podnet.h"
 #include "rc.h"
 
 struct jr_config {
@@ -49,6 +50,10 @@ struct jr_config {
   long resync_ms;
   long token_expiration_s;
   const char *pass_env[CFG_MAX_LIST + 1];
+  const char *worker_nodes[CFG_MAX_LIST + 1]; /* primary: the worker nodes it starts */
+  int kubelet_only;   /* (CFG_BOOL) a worker node: no Job controller, no scheduler */
+  long pod_network;   /* a worker node: the cluster's K (podnet.h); -1 none */
+  const char *pod_range; /* a worker node: "FIRST-LAST" of its addresses */
 };
 
 /* A thread-safe set of objects of one resource, keyed by namespace/name. */
@@ -83,6 +88,8 @@ struct jr {
   volatile int stop;
   int64_t next_wake_ms;
   bool mntns;   /* mount namespaces work: volumeMounts are bind mounts */
+  struct podnet_node podnet; /* worker nodes: Pods get sandboxes; else k == -1 */
+  int nworkers;              /* the primary's worker nodes (nodes.c) */
   struct jr_kubelet *kubelet;
   struct jr_jobctl *jobctl;
   struct jr_events *events;
@@ -149,15 +156,24 @@ void jr_event(struct jr *jr, const cJSON *obj, const char *kind, const char *api
               const char *type, const char *component, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 8, 9)));
 
-/* ---- sched.c: the scheduler's share ---- */
+/* ---- sched.c: the scheduler ---- */
 /* Registers the Node (best effort). */
 void sched_register_node(struct jr *jr);
-/* Whether the Pod is this node's: bound to it, or unbound and schedulable here. On a refusal
- * *why gets the scheduler's message (malloc'd) and the result is false. */
-bool sched_fits(struct jr *jr, const cJSON *pod, char **why);
-/* Binds the Pod to this node (pods/NAME/binding). GW_OK also when the server has no binding
- * subresource: the node then owns the Pod without spec.nodeName. */
-gw_rc sched_bind(struct jr *jr, const cJSON *pod);
+/* Where an unbound Pod goes: this node when it fits here, else (with worker nodes) the first
+ * schedulable Node by name that fits; its name into node. On a refusal *why gets the
+ * scheduler's message (malloc'd) and the result is false. */
+bool sched_fits(struct jr *jr, const cJSON *pod, char *node, size_t nodelen, char **why);
+/* Binds the Pod to node (pods/NAME/binding). GW_OK also when the server has no binding
+ * subresource: this node then owns the Pod without spec.nodeName. GW_ECONFLICT: already bound. */
+gw_rc sched_bind(struct jr *jr, const cJSON *pod, const char *node);
+
+/* ---- nodes.c: the primary's worker nodes ---- */
+/* Creates the pod network and starts one kubelet-only job runner per --worker-node. */
+gw_rc nodes_start(struct jr *jr, const char *self, char *err, size_t errlen) GW_MUST_CHECK;
+/* A reaped child was a worker node: says so (it is not restarted). */
+bool nodes_reaped(struct jr *jr, pid_t pid, int status);
+/* Stops the worker nodes (SIGTERM, SIGKILL after grace_ms) and removes the pod network. */
+void nodes_stop(struct jr *jr, long grace_ms);
 
 /* ---- pods.c: the kubelet ---- */
 gw_rc kubelet_init(struct jr *jr);

@@ -98,6 +98,8 @@ struct proc_mount {
   bool optional; /* skipped when it cannot be made (the termination-message file) */
 };
 struct proc_spec {
+  const char *netns; /* join this network namespace (an nsfs path); NULL: ours */
+  bool new_pidns;    /* the container's main process is pid 1 of a pid namespace of its own */
   char *const *argv;
   char *const *envp;
   const char *workdir;
@@ -175,6 +177,8 @@ struct pod_rt {
   bool gone;       /* no longer in the API */
   bool final_sent; /* the terminal status and the final delete were sent */
   int64_t kill_at_ms;
+  struct podnet_sandbox sb; /* worker nodes: its network namespace and address */
+  bool elsewhere; /* bound to another node: forgotten here, nothing of it ran */
   cJSON *posted; /* the last status written */
   int64_t retry_ms;
   struct pod_rt *next;

@@ -41,6 +41,15 @@ static const struct cfg_opt options[] = {
     "working directory of containers without workingDir (default: the runner's own)" },
   { "pass-env", NULL, CFG_STRLIST, NULL, 0, 0, O(pass_env),
     "also give containers this variable of the runner's environment (repeatable)" },
+  { "worker-node", NULL, CFG_STRLIST, NULL, 0, 0, O(worker_nodes),
+    "also start this worker node (repeatable; as root): its kubelet runs each Pod in network "
+    "and pid namespaces of its own with an address on the cluster's pod network" },
+  { "kubelet-only", NULL, CFG_BOOL, "false", 0, 0, O(kubelet_only),
+    "a worker node (started by the primary): only the kubelet of --node-name" },
+  { "pod-network", NULL, CFG_INT, "-1", -1, 255, O(pod_network),
+    "a worker node: the cluster's pod network K (198.18.K.0/24); -1: Pods share the machine's" },
+  { "pod-range", NULL, CFG_STR, NULL, 0, 0, O(pod_range),
+    "a worker node: FIRST-LAST, the last octets of the addresses it hands out" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug, info, warn or error" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
@@ -178,6 +187,19 @@ static gw_rc setup(struct jr *jr, const struct jr_config *cfg, char *err, size_t
     rc = kubelet_init(jr);
   if(!rc)
     rc = jobctl_init(jr);
+  jr->podnet.k = (int)cfg->pod_network;
+  if(!rc && jr->podnet.k >= 0) {
+    int first = 0, last = 0;
+    if(!cfg->pod_range || sscanf(cfg->pod_range, "%d-%d", &first, &last) != 2 || first < 2 ||
+       last > 254 || first > last) {
+      jr_fmt(err, errlen, "--pod-range \"%s\": want FIRST-LAST within 2-254",
+             cfg->pod_range ? cfg->pod_range : "");
+      rc = GW_EINVAL;
+    }
+    jr->podnet.first = first;
+    jr->podnet.last = last;
+    podnet_node_sweep(&jr->podnet);
+  }
   jr->mntns = proc_mntns_works();
   if(!jr->mntns)
     log_kv(LOG_WARN, "no mount namespaces: Pods with volumeMounts will not start (run as root)",
@@ -198,7 +220,8 @@ static void reap(struct jr *jr)
   pid_t pid;
   /* Containers, and their orphans: this process is their subreaper. */
   while((pid = waitpid(-1, &status, WNOHANG)) > 0)
-    kubelet_reaped(jr, pid, status);
+    if(!kubelet_reaped(jr, pid, status))
+      nodes_reaped(jr, pid, status);
 }
 
 static void pass(struct jr *jr)
@@ -262,7 +285,7 @@ int main(int argc, char **argv)
   /* Orphans of containers come back to us, to be reaped (no zombies) */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  struct jr jr = { 0 };
+  struct jr jr = { .podnet.k = -1 };
   jr.wake_fd[0] = jr.wake_fd[1] = -1;
   char err[1024];
   gw_rc rc = setup(&jr, &cfg, err, sizeof(err));
@@ -271,6 +294,14 @@ int main(int argc, char **argv)
     return 1;
   }
   sched_register_node(&jr);
+  char self[PATH_MAX];
+  ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  self[sl > 0 ? sl : 0] = 0;
+  if(!cfg.kubelet_only && nodes_start(&jr, self, err, sizeof(err))) {
+    log_kv(LOG_ERROR, "cannot start the worker nodes", "error", err, LOG_END);
+    nodes_stop(&jr, 2000);
+    return 1;
+  }
   struct refl refl[2] = { { &jr, &jr.jobs, &KUBE_JOBS, 0 }, { &jr, &jr.pods, &KUBE_PODS, 0 } };
   /* Reflector threads must not take the signals meant for the main loop. */
   sigset_t block, old;
@@ -279,19 +310,22 @@ int main(int argc, char **argv)
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  for(int i = 0; i < 2; i++)
+  /* A worker node has no Job controller: only the Pod reflector. */
+  int first_refl = cfg.kubelet_only ? 1 : 0;
+  for(int i = first_refl; i < 2; i++)
     pthread_create(&refl[i].th, NULL, refl_main, &refl[i]);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  log_kv(LOG_INFO, "job runner started", "node", cfg.node_name, "dir", jr.dir, "server",
-         kube_client_config(jr.k)->server, "mountNamespaces", jr.mntns ? "true" : "false",
-         LOG_END);
+  log_kv(LOG_INFO, cfg.kubelet_only ? "worker node started" : "job runner started", "node",
+         cfg.node_name, "dir", jr.dir, "server", kube_client_config(jr.k)->server,
+         "mountNamespaces", jr.mntns ? "true" : "false", LOG_END);
 
   run(&jr);
 
   log_kv(LOG_INFO, "stopping", LOG_END);
   jr.stop = 1;
+  nodes_stop(&jr, 2500);
   kubelet_shutdown(&jr, 2000);
-  for(int i = 0; i < 2; i++)
+  for(int i = first_refl; i < 2; i++)
     pthread_join(refl[i].th, NULL);
   jobctl_free(&jr);
   jr_events_free(&jr);

@@ -33,8 +33,9 @@ static struct pod_rt *find(struct jr_kubelet *kl, const char *uid)
   return NULL;
 }
 
-static void rt_free(struct pod_rt *p)
+static void rt_free(struct jr *jr, struct pod_rt *p)
 {
+  podnet_sandbox_destroy(&jr->podnet, &p->sb);
   for(size_t i = 0; i < p->nctr; i++) {
     free(p->ctr[i].wait_msg);
     ctr_term_release(&p->ctr[i].term);
@@ -185,8 +186,8 @@ static void step_deleting(struct jr *jr, struct pod_rt *p)
 
 static void step_schedule(struct jr *jr, struct pod_rt *p)
 {
-  char *why = NULL;
-  if(!sched_fits(jr, p->pod, &why)) {
+  char *why = NULL, node[254];
+  if(!sched_fits(jr, p->pod, node, sizeof(node), &why)) {
     bool changed = !p->unschedulable || !why || strcmp(p->unschedulable, why);
     free(p->unschedulable);
     p->unschedulable = why ? why : strdup("0/1 nodes are available.");
@@ -196,16 +197,60 @@ static void step_schedule(struct jr *jr, struct pod_rt *p)
     p->retry_ms = jr_mono_ms() + 1000;
     return;
   }
-  if(sched_bind(jr, p->pod)) {
+  bool here = !strcmp(node, jr->cfg->node_name);
+  gw_rc rc = sched_bind(jr, p->pod, node);
+  if(rc == GW_ECONFLICT && !here) {
+    p->elsewhere = true; /* bound by an earlier pass whose watch event is still on its way */
+    return;
+  }
+  if(rc) {
     p->retry_ms = jr_mono_ms() + 1000;
     return;
   }
   free(p->unschedulable);
   p->unschedulable = NULL;
+  jr_event(jr, p->pod, "Pod", "v1", "Normal", "default-scheduler", "Scheduled",
+           "Successfully assigned %s/%s to %s", p->ns, p->name, node);
+  if(!here) { /* that node's kubelet runs it */
+    p->elsewhere = true;
+    return;
+  }
   p->scheduled = true;
   p->stage = PS_SETUP;
-  jr_event(jr, p->pod, "Pod", "v1", "Normal", "default-scheduler", "Scheduled",
-           "Successfully assigned %s/%s to %s", p->ns, p->name, jr->cfg->node_name);
+}
+
+/* The Pod's address in our copy of it, so that the downward API sees it before the status
+ * carrying it is written. */
+static void note_ip(struct pod_rt *p)
+{
+  if(!p->sb.n || !p->pod)
+    return;
+  cJSON *st = cJSON_GetObjectItemCaseSensitive(p->pod, "status");
+  if(!cJSON_IsObject(st)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(p->pod, "status");
+    st = cJSON_AddObjectToObject(p->pod, "status");
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(st, "podIP");
+  cJSON_AddStringToObject(st, "podIP", p->sb.ip);
+}
+
+/* Worker nodes: the Pod's network namespace and address (the kubelet's RunPodSandbox). */
+static bool sandbox(struct jr *jr, struct pod_rt *p)
+{
+  if(jr->podnet.k < 0 || p->sb.n || json_get_bool(p->pod, "spec.hostNetwork", false))
+    return true;
+  char err[1024];
+  gw_rc rc = podnet_sandbox_create(&jr->podnet, NULL, &p->sb, err, sizeof(err));
+  if(rc) {
+    jr_event(jr, p->pod, "Pod", "v1", "Warning", "kubelet", "FailedCreatePodSandBox",
+             "Failed to create pod sandbox: %s", err);
+    p->retry_ms = jr_mono_ms() + 2000;
+    return false;
+  }
+  log_kv(LOG_INFO, "pod sandbox created", "pod", p->name, "namespace", p->ns, "ip", p->sb.ip,
+         "netns", p->sb.netns, LOG_END);
+  note_ip(p);
+  return true;
 }
 
 static void step_setup(struct jr *jr, struct pod_rt *p)
@@ -214,6 +259,8 @@ static void step_setup(struct jr *jr, struct pod_rt *p)
     p->start_time = time(NULL);
     p->start_ms = jr_mono_ms();
   }
+  if(!sandbox(jr, p))
+    return;
   char err[2048];
   struct kcache kc = { 0 };
   gw_rc rc = jr_mkdirs(p->pod_dir, 0755) ? GW_EIO : GW_OK;
@@ -376,6 +423,8 @@ static bool ours(struct jr *jr, const cJSON *pod)
   const char *node = json_get_str(pod, "spec.nodeName");
   if(node && *node)
     return !strcmp(node, jr->cfg->node_name);
+  if(jr->cfg->kubelet_only) /* the primary schedules */
+    return false;
   const char *sched = json_get_str(pod, "spec.schedulerName");
   return !sched || !*sched || !strcmp(sched, "default-scheduler");
 }
@@ -417,11 +466,17 @@ void kubelet_sync(struct jr *jr, const cJSON *pods)
     p->gone = false;
     cJSON_Delete(p->pod);
     p->pod = cJSON_Duplicate(pod, 1);
+    note_ip(p);
     if(jr_json_has(pod, "metadata.deletionTimestamp"))
       p->deleting = true;
   }
   for(struct pod_rt **pp = &kl->pods; *pp;) {
     struct pod_rt *p = *pp;
+    if(p->elsewhere) {
+      *pp = p->next;
+      rt_free(jr, p);
+      continue;
+    }
     if(p->gone)
       p->deleting = true;
     if(p->pod)
@@ -431,7 +486,7 @@ void kubelet_sync(struct jr *jr, const cJSON *pods)
       jr_rmtree(p->pod_dir);
       logs_remove(jr, p->ns, p->name);
       *pp = p->next;
-      rt_free(p);
+      rt_free(jr, p);
       continue;
     }
     pp = &p->next;
@@ -485,7 +540,7 @@ void kubelet_shutdown(struct jr *jr, long grace_ms)
   while(kl->pods) {
     struct pod_rt *p = kl->pods;
     kl->pods = p->next;
-    rt_free(p);
+    rt_free(jr, p);
   }
   free(kl);
   jr->kubelet = NULL;

@@ -203,9 +203,12 @@ cJSON *podstatus_build(struct jr *jr, struct pod_rt *p)
   cJSON_AddStringToObject(s, "hostIP", "127.0.0.1");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(s, "hostIPs"),
                        cJSON_Parse("{\"ip\":\"127.0.0.1\"}"));
-  cJSON_AddStringToObject(s, "podIP", "127.0.0.1");
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(s, "podIPs"),
-                       cJSON_Parse("{\"ip\":\"127.0.0.1\"}"));
+  /* A sandboxed Pod has its own address; the others share the node's, as hostNetwork Pods */
+  const char *ip = p->sb.n ? p->sb.ip : "127.0.0.1";
+  cJSON_AddStringToObject(s, "podIP", ip);
+  cJSON *one = cJSON_CreateObject();
+  cJSON_AddStringToObject(one, "ip", ip);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(s, "podIPs"), one);
   if(p->start_time) {
     char t[32];
     jr_rfc3339(t, sizeof(t), p->start_time);

@@ -18,7 +18,7 @@
 
 #include "kubelet.h"
 
-enum { STEP_NONE, STEP_NS, STEP_MOUNT, STEP_LOG, STEP_CHDIR, STEP_EXEC };
+enum { STEP_NONE, STEP_NS, STEP_NETNS, STEP_MOUNT, STEP_LOG, STEP_CHDIR, STEP_EXEC };
 
 struct child_err {
   int step;
@@ -152,6 +152,12 @@ static void child(const struct proc_spec *s, int efd)
     signal(sig, SIG_DFL); /* SIGPIPE was ignored by the parent: not the container's business */
   if(setsid() < 0)
     report(efd, STEP_NS, errno, NULL);
+  if(s->netns) {
+    int fd = open(s->netns, O_RDONLY | O_CLOEXEC);
+    if(fd < 0 || setns(fd, CLONE_NEWNET))
+      report(efd, STEP_NETNS, errno, s->netns);
+    close(fd);
+  }
   /* A runner killed outright takes its containers' main processes along. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   /* The default directory is the runner's own: entered before the mounts, so a volume mounted
@@ -185,9 +191,13 @@ gw_rc proc_spawn(const struct proc_spec *s, pid_t *pid, char *err, size_t errlen
     jr_fmt(err, errlen, "pipe: %s", strerror(errno));
     return GW_EIO;
   }
-  pid_t c = fork();
+  /* A pid namespace of its own: clone with fork's semantics (no new stack), the child being
+   * its namespace's init. */
+  pid_t c = s->new_pidns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL)
+                         : fork();
   if(c < 0) {
-    jr_fmt(err, errlen, "fork: %s", strerror(errno));
+    jr_fmt(err, errlen, "%s: %s", s->new_pidns ? "clone(CLONE_NEWPID)" : "fork",
+           strerror(errno));
     close(p[0]);
     close(p[1]);
     return GW_EIO;
@@ -212,6 +222,10 @@ gw_rc proc_spawn(const struct proc_spec *s, pid_t *pid, char *err, size_t errlen
   case STEP_NS:
     jr_fmt(err, errlen, "cannot create the container's mount namespace: %s (volume mounts "
              "need root)", strerror(ce.err));
+    break;
+  case STEP_NETNS:
+    jr_fmt(err, errlen, "cannot join the pod's network namespace \"%s\": %s", ce.detail,
+           strerror(ce.err));
     break;
   case STEP_MOUNT:
     jr_fmt(err, errlen, "error mounting to rootfs at \"%s\": %s", ce.detail,

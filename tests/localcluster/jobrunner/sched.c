@@ -162,9 +162,85 @@ static bool node_matches(const cJSON *pod, const cJSON *labels)
   return false;
 }
 
-bool sched_fits(struct jr *jr, const cJSON *pod, char **why)
+/* kube-scheduler's refusal: "0/N nodes are available: DETAIL. preemption: ..." */
+static char *refusal(size_t total, const char *detail)
+{
+  size_t n = strlen(detail) + 256;
+  char *out = malloc(n);
+  if(out)
+    snprintf(out, n, "0/%zu nodes are available: %s. preemption: 0/%zu nodes are available: %zu "
+             "Preemption is not helpful for scheduling.", total, detail, total, total);
+  return out;
+}
+
+static int by_name(const void *a, const void *b)
+{
+  const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+  const char *nx = json_get_str(x, "metadata.name"), *ny = json_get_str(y, "metadata.name");
+  return strcmp(nx ? nx : "", ny ? ny : "");
+}
+
+/* With worker nodes: the first schedulable Node by name (this one first) whose labels fit. */
+static bool pick_node(struct jr *jr, const cJSON *pod, char *node, size_t nodelen, char **why)
+{
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(jr->k, &KUBE_NODES, NULL, NULL, &list, &st);
+  kube_status_release(&st);
+  if(rc) {
+    char d[256];
+    jr_fmt(d, sizeof(d), "error listing nodes: %s", gw_strerror(rc));
+    *why = refusal(0, d);
+    return false;
+  }
+  const cJSON *items = json_get(list, "items");
+  size_t n = (size_t)cJSON_GetArraySize(items), k = 0, mismatch = 0, cordoned = 0;
+  const cJSON **v = calloc(n ? n : 1, sizeof(*v));
+  const cJSON *it;
+  cJSON_ArrayForEach(it, items)
+  if(v)
+    v[k++] = it;
+  if(v)
+    qsort(v, k, sizeof(*v), by_name);
+  bool found = false;
+  for(int pass = 0; pass < 2 && !found; pass++)
+    for(size_t i = 0; i < k && !found; i++) {
+      const char *name = json_get_str(v[i], "metadata.name");
+      bool self = name && !strcmp(name, jr->cfg->node_name);
+      if(!name || self != (pass == 0))
+        continue;
+      if(json_get_bool(v[i], "spec.unschedulable", false)) {
+        cordoned++;
+        continue;
+      }
+      const cJSON *labels = json_get(v[i], "metadata.labels");
+      if(!node_matches(pod, labels)) {
+        mismatch++;
+        continue;
+      }
+      jr_fmt(node, nodelen, "%s", name);
+      found = true;
+    }
+  if(!found) {
+    char parts[256] = "";
+    if(mismatch)
+      jr_fmt(parts, sizeof(parts), "%zu node(s) didn't match Pod's node affinity/selector",
+             mismatch);
+    if(cordoned)
+      jr_fmt(parts + strlen(parts), sizeof(parts) - strlen(parts),
+             "%s%zu node(s) were unschedulable", *parts ? ", " : "", cordoned);
+    *why = refusal(k, *parts ? parts : "no nodes registered");
+  }
+  free(v);
+  cJSON_Delete(list);
+  return found;
+}
+
+bool sched_fits(struct jr *jr, const cJSON *pod, char *node, size_t nodelen, char **why)
 {
   *why = NULL;
+  jr_fmt(node, nodelen, "%s", jr->cfg->node_name);
   const char *ns = json_get_str(pod, "metadata.namespace");
   const cJSON *v;
   cJSON_ArrayForEach(v, json_get(pod, "spec.volumes"))
@@ -196,6 +272,10 @@ bool sched_fits(struct jr *jr, const cJSON *pod, char **why)
       return false;
     }
   }
+  if(jr->nworkers) /* PersistentVolumes are this node's: a Pod with a claim stays here */
+    return json_get(pod, "spec.nodeSelector") || json_get(pod, "spec.affinity.nodeAffinity")
+             ? pick_node(jr, pod, node, nodelen, why)
+             : true;
   if(json_get(pod, "spec.nodeSelector") || json_get(pod, "spec.affinity.nodeAffinity")) {
     cJSON *labels = node_labels(jr);
     bool ok = node_matches(pod, labels);
@@ -209,7 +289,7 @@ bool sched_fits(struct jr *jr, const cJSON *pod, char **why)
   return true;
 }
 
-gw_rc sched_bind(struct jr *jr, const cJSON *pod)
+gw_rc sched_bind(struct jr *jr, const cJSON *pod, const char *node)
 {
   const char *ns = json_get_str(pod, "metadata.namespace");
   const char *name = json_get_str(pod, "metadata.name");
@@ -225,7 +305,7 @@ gw_rc sched_bind(struct jr *jr, const cJSON *pod)
   cJSON *t = cJSON_AddObjectToObject(b, "target");
   cJSON_AddStringToObject(t, "apiVersion", "v1");
   cJSON_AddStringToObject(t, "kind", "Node");
-  cJSON_AddStringToObject(t, "name", jr->cfg->node_name);
+  cJSON_AddStringToObject(t, "name", node);
   char *body = cJSON_PrintUnformatted(b);
   cJSON_Delete(b);
   if(!body)
