@@ -104,7 +104,9 @@ $(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_LIB)
 $(BUILD)/godwit-apiserver: $(call obj,$(APISERVER_SRC)) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/godwit-jobrunner: $(call obj,$(JOBRUNNER_SRC)) $(SHARED_LIB)
+# The local kubelet restores checkpoints and shields sandboxes with the node agent's own code.
+$(BUILD)/godwit-jobrunner: $(call obj,$(JOBRUNNER_SRC) controller/nodeagent/criu.c \
+                             controller/nodeagent/netns.c) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-controller: $(call obj,controller/main.c $(CONTROLLER_SRC)) $(SHARED_LIB)

@@ -112,9 +112,13 @@ static char *log_tail(const char *path)
 }
 
 /* The child: async-signal-safe calls only (the agent has threads). */
-static void child(char *const argv[], const char *netns, int out)
+#define INHERIT_FD 10 /* where an inherited descriptor sits in criu */
+
+static void child(char *const argv[], const char *netns, int out, int keep)
 {
   setpgid(0, 0);
+  if(keep > 0 && dup2(keep, INHERIT_FD) < 0) /* dup2 clears close-on-exec */
+    _exit(CHILD_NO_EXEC);
   if(netns) {
     int fd = open(netns, O_RDONLY | O_CLOEXEC);
     if(fd < 0 || setns(fd, CLONE_NEWNET) < 0)
@@ -183,8 +187,8 @@ static void collect(pid_t pid, int out, long deadline, struct strbuf *sb, struct
     close(pidfd);
 }
 
-gw_rc criu_run(char *const argv[], const char *netns, const char *log_file, long timeout_ms,
-               struct criu_result *res)
+static gw_rc run_keep(char *const argv[], const char *netns, const char *log_file,
+                      long timeout_ms, int keep, struct criu_result *res)
 {
   memset(res, 0, sizeof(*res));
   res->status = -1;
@@ -201,7 +205,7 @@ gw_rc criu_run(char *const argv[], const char *netns, const char *log_file, long
     return GW_EIO;
   }
   if(pid == 0)
-    child(argv, netns, out[1]);
+    child(argv, netns, out[1], keep);
   setpgid(pid, pid); /* also here: a timeout may come before the child ran */
   close(out[1]);
   struct strbuf sb;
@@ -235,6 +239,12 @@ gw_rc criu_run(char *const argv[], const char *netns, const char *log_file, long
   return res->status == 0 ? GW_OK : GW_EIO;
 }
 
+gw_rc criu_run(char *const argv[], const char *netns, const char *log_file, long timeout_ms,
+               struct criu_result *res)
+{
+  return run_keep(argv, netns, log_file, timeout_ms, -1, res);
+}
+
 void criu_result_release(struct criu_result *res)
 {
   free(res->output);
@@ -265,7 +275,7 @@ gw_rc criu_check_features(const char *criu, struct criu_features *out)
 struct args {
   char *v[32];
   int n;
-  char pid[16], verbosity[16], log[PATH_MAX];
+  char pid[16], verbosity[16], log[PATH_MAX], inherit[PATH_MAX + 16];
 };
 
 static void add(struct args *a, const char *s)
@@ -334,5 +344,10 @@ gw_rc criu_restore(const struct criu_opts *o, struct criu_result *res)
     add(&a, "--pidfile");
     add(&a, o->pidfile);
   }
-  return criu_run(a.v, o->netns, a.log, o->timeout_ms, res);
+  if(o->inherit_fd > 0 && o->inherit_key) {
+    snprintf(a.inherit, sizeof(a.inherit), "fd[%d]:%s", INHERIT_FD, o->inherit_key);
+    add(&a, "--inherit-fd");
+    add(&a, a.inherit);
+  }
+  return run_keep(a.v, o->netns, a.log, o->timeout_ms, o->inherit_fd, res);
 }

@@ -56,6 +56,9 @@ struct criu_opts {
   bool leave_running;       /* dump: --leave-running (a rollback is then a no-op) */
   bool shell_job;           /* --shell-job: the session leader or tty is outside the tree */
   bool ext_unix_sk;         /* --ext-unix-sk: unix sockets connected outside the tree */
+  int inherit_fd;           /* restore, when > 0: this descriptor of ours replaces the file */
+  const char *inherit_key;  /* that the tree had open under this path (no leading '/'); a
+                             * restored container writes to its new log, not the source's */
   long timeout_ms;          /* 0: CRIU_DEFAULT_TIMEOUT_MS */
 };
 

@@ -136,7 +136,10 @@ static gw_rc build_mounts(struct jr *jr, struct pod_rt *p, const cJSON *spec, co
       return GW_ETOOBIG;
     }
   }
-  if(!jr->mntns) { /* only what the Pod cannot do without */
+  /* Only what the Pod cannot do without: without mount namespaces; and in a sandbox on a
+   * worker node when the container mounts nothing itself, so that it shares the node's mount
+   * namespace, which CRIU needs to checkpoint it (docs/dev/localcluster.md). */
+  if(!jr->mntns || (p->sb.n && !*n && !p->vols.sa_dir[0])) {
     size_t keep = 0;
     for(size_t i = 0; i < *n; i++)
       if(!m[i].optional)
@@ -232,7 +235,11 @@ void ctr_start(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, size_t index)
                             .nmounts = nm, .netns = sandboxed ? p->sb.netns_path : NULL,
                             .new_pidns = jr->podnet.k >= 0 &&
                                          !json_get_bool(p->pod, "spec.hostPID", false) };
-    rc = proc_spawn(&ps, &pid, err, sizeof(err));
+    /* A restored Pod's containers come back from their checkpoint the first time they start */
+    if(ctr_restore_dir(p) && !c->init && !c->ever_started)
+      rc = ctr_restore(jr, p, c, log, &pid, err, sizeof(err));
+    else
+      rc = proc_spawn(&ps, &pid, err, sizeof(err));
   }
   env_free(argv);
   env_free(env);

@@ -29,4 +29,11 @@ bool ctr_should_restart(const struct pod_rt *p, const struct ctr_rt *c);
 void ctr_schedule_restart(struct jr *jr, struct pod_rt *p, struct ctr_rt *c);
 void ctr_stop(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, long grace_s);
 
+/* restore.c: the directory a restored Pod's containers come from, or NULL. */
+const char *ctr_restore_dir(const struct pod_rt *p);
+/* Restores container c from its checkpoint into the Pod's sandbox, its output to log; *pid is
+ * the restored tree's root, reparented to us. An rc with err (the StartError message). */
+gw_rc ctr_restore(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, const char *log,
+                  pid_t *pid, char *err, size_t errlen);
+
 #endif

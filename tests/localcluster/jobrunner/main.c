@@ -198,6 +198,7 @@ static gw_rc setup(struct jr *jr, const struct jr_config *cfg, char *err, size_t
     }
     jr->podnet.first = first;
     jr->podnet.last = last;
+    jr_fmt(jr->podnet.node, sizeof(jr->podnet.node), "%s", cfg->node_name);
     podnet_node_sweep(&jr->podnet);
   }
   jr->mntns = proc_mntns_works();

@@ -14,6 +14,7 @@
 
 #include "jr.h"
 #include "log.h"
+#include "nodeagent/netns.h"
 #include "podnet.h"
 
 int podnet_sh(char *err, size_t errlen, const char *fmt, ...)
@@ -62,19 +63,27 @@ static bool owner_alive(int k)
   return !kill((pid_t)pid, 0) || errno == EPERM;
 }
 
-/* Removes every sandbox gwK-* and the bridge of K. */
-static void sweep_k(int k)
+/* Removes the sandboxes whose names start with prefix. */
+static void sweep_netns(const char *prefix)
 {
-  char prefix[16];
-  jr_fmt(prefix, sizeof(prefix), "gw%d-", k);
   DIR *d = opendir("/run/netns");
   struct dirent *e;
   while(d && (e = readdir(d)))
     if(!strncmp(e->d_name, prefix, strlen(prefix)))
-      podnet_sh(NULL, 0, "ip netns del '%s'", e->d_name);
+      podnet_sh(NULL, 0, "ip netns pids '%s' | xargs -r kill -9; ip netns del '%s'", e->d_name,
+                e->d_name);
   if(d)
     closedir(d);
-  podnet_sh(NULL, 0, "ip link del gwbr%d 2>/dev/null || true", k);
+}
+
+/* Removes every sandbox gwK.*, the address records and the bridge of K. */
+static void sweep_k(int k)
+{
+  char prefix[16];
+  jr_fmt(prefix, sizeof(prefix), "gw%d.", k);
+  sweep_netns(prefix);
+  podnet_sh(NULL, 0, "rm -rf " PODNET_OWNERS "/%d.addr; ip link del gwbr%d 2>/dev/null || true",
+            k, k);
 }
 
 gw_rc podnet_cluster_create(struct podnet_cluster *c, char *err, size_t errlen)
@@ -135,64 +144,138 @@ void podnet_cluster_destroy(struct podnet_cluster *c)
   c->k = -1;
 }
 
+/* The record of address n: "UID NODE". */
+static void addr_path(int k, int n, char *buf, size_t len)
+{
+  jr_fmt(buf, len, PODNET_OWNERS "/%d.addr/%d", k, n);
+}
+
+/* Writes the record of address n; exclusive: only when nobody holds it. 0, or -1. */
+static int addr_take(const struct podnet_node *nd, int n, const char *uid8, bool exclusive)
+{
+  char dir[64], path[64], rec[128];
+  jr_fmt(dir, sizeof(dir), PODNET_OWNERS "/%d.addr", nd->k);
+  if(mkdir(dir, 0755) && errno != EEXIST)
+    return -1;
+  addr_path(nd->k, n, path, sizeof(path));
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC), 0644);
+  if(fd < 0)
+    return -1;
+  int len = jr_fmt(rec, sizeof(rec), "%s %s\n", uid8, nd->node);
+  ssize_t w = write(fd, rec, (size_t)len);
+  close(fd);
+  return w == len ? 0 : -1;
+}
+
+/* The record's holder into uid8 and node ("" when none). */
+static void addr_holder(int k, int n, char *uid8, size_t ulen, char *node, size_t nlen)
+{
+  char path[64];
+  addr_path(k, n, path, sizeof(path));
+  char *rec = jr_read_file(path, 256, NULL);
+  *uid8 = *node = 0;
+  if(rec) {
+    char u[16] = "", nd[80] = "";
+    if(sscanf(rec, "%15s %79s", u, nd) == 2) {
+      jr_fmt(uid8, ulen, "%s", u);
+      jr_fmt(node, nlen, "%s", nd);
+    }
+    free(rec);
+  }
+}
+
 void podnet_node_sweep(const struct podnet_node *nd)
 {
   if(nd->k < 0)
     return;
-  for(int n = nd->first; n <= nd->last; n++) {
-    char path[64];
-    jr_fmt(path, sizeof(path), "/run/netns/gw%d-%d", nd->k, n);
-    if(!access(path, F_OK))
-      podnet_sh(NULL, 0, "ip netns del gw%d-%d", nd->k, n);
+  char prefix[96];
+  jr_fmt(prefix, sizeof(prefix), "gw%d.%s.", nd->k, nd->node);
+  sweep_netns(prefix);
+  for(int n = 2; n <= 254; n++) {
+    char u[16], node[80], path[64];
+    addr_holder(nd->k, n, u, sizeof(u), node, sizeof(node));
+    addr_path(nd->k, n, path, sizeof(path));
+    if(!strcmp(node, nd->node))
+      unlink(path);
   }
 }
 
-gw_rc podnet_sandbox_create(struct podnet_node *nd, const char *want, struct podnet_sandbox *sb,
-                            char *err, size_t errlen)
+gw_rc podnet_sandbox_create(struct podnet_node *nd, const struct podnet_want *want,
+                            const char *uid, struct podnet_sandbox *sb, char *err,
+                            size_t errlen)
 {
   memset(sb, 0, sizeof(*sb));
-  int n = 0;
-  if(want) {
+  size_t u = 0;
+  for(const char *c = uid; *c && u < 8; c++) /* uids are hex with dashes */
+    if(*c != '-')
+      sb->uid8[u++] = *c;
+  sb->uid8[u] = 0;
+  int n = 0, k = nd->k;
+  if(want && want->ip) {
     char prefix[16];
-    int len = jr_fmt(prefix, sizeof(prefix), PODNET_PREFIX ".%d.", nd->k);
+    int len = jr_fmt(prefix, sizeof(prefix), PODNET_PREFIX ".%d.", k);
     char *end = NULL;
-    long v = strncmp(want, prefix, (size_t)len) ? -1 : strtol(want + len, &end, 10);
-    if(v < nd->first || v > nd->last || (end && *end) || nd->used[v]) {
-      jr_fmt(err, errlen, "address %s is not free on this node (its range: " PODNET_PREFIX
-             ".%d.%d-%d)", want, nd->k, nd->first, nd->last);
+    long v = strncmp(want->ip, prefix, (size_t)len) ? -1 : strtol(want->ip + len, &end, 10);
+    if(v < 2 || v > 254 || (end && *end) || addr_take(nd, (int)v, sb->uid8, false)) {
+      jr_fmt(err, errlen, "address %s is not on this cluster's pod network (" PODNET_PREFIX
+             ".%d.2-254)", want->ip, k);
       return GW_ECONFLICT;
     }
     n = (int)v;
   } else {
     for(int i = nd->first; i <= nd->last && !n; i++)
-      if(!nd->used[i])
+      if(!addr_take(nd, i, sb->uid8, true))
         n = i;
     if(!n) {
-      jr_fmt(err, errlen, "no free pod address on this node (" PODNET_PREFIX ".%d.%d-%d)",
-             nd->k, nd->first, nd->last);
+      jr_fmt(err, errlen, "no free pod address on this node (" PODNET_PREFIX ".%d.%d-%d)", k,
+             nd->first, nd->last);
       return GW_ETOOBIG;
     }
   }
-  int k = nd->k;
+  sb->n = n;
+  jr_fmt(sb->ip, sizeof(sb->ip), PODNET_PREFIX ".%d.%d", k, n);
+  jr_fmt(sb->netns, sizeof(sb->netns), "gw%d.%s.%s", k, nd->node, sb->uid8);
+  jr_fmt(sb->netns_path, sizeof(sb->netns_path), "/run/netns/%s", sb->netns);
   char why[512];
+  const char *ns = sb->netns;
+  /* IPv6 off: a link coming up sends nothing on its own (no DAD, no router solicitation), so a
+   * shielded sandbox is silent and the bridge never learns its MAC address early. */
   if(podnet_sh(why, sizeof(why),
-               "ip netns del gw%d-%d 2>/dev/null; ip netns add gw%d-%d && "
-               "ip link add gw%dv%d type veth peer name eth0 netns gw%d-%d && "
-               "ip link set gw%dv%d master gwbr%d up && ip -n gw%d-%d link set lo up && "
-               "ip -n gw%d-%d addr add " PODNET_PREFIX ".%d.%d/24 dev eth0 && "
-               "ip -n gw%d-%d link set eth0 up && "
-               "ip -n gw%d-%d route add default via " PODNET_PREFIX ".%d.1",
-               k, n, k, n, k, n, k, n, k, n, k, k, n, k, n, k, n, k, n, k, n, k)) {
-    podnet_sh(NULL, 0, "ip netns del gw%d-%d 2>/dev/null; ip link del gw%dv%d 2>/dev/null", k,
-              n, k, n);
+               "ip netns del %s 2>/dev/null; ip netns add %s && "
+               "ip netns exec %s sh -c 'for f in /proc/sys/net/ipv6/conf/*/disable_ipv6; do "
+               "echo 1 > $f; done' 2>/dev/null; true",
+               ns, ns, ns)) {
+    podnet_sandbox_destroy(nd, sb);
     jr_fmt(err, errlen, "cannot create the pod's network namespace: %s", why);
     return GW_EIO;
   }
-  nd->used[n] = true;
-  sb->n = n;
-  jr_fmt(sb->ip, sizeof(sb->ip), PODNET_PREFIX ".%d.%d", k, n);
-  jr_fmt(sb->netns, sizeof(sb->netns), "gw%d-%d", k, n);
-  jr_fmt(sb->netns_path, sizeof(sb->netns_path), "/run/netns/gw%d-%d", k, n);
+  if(want && want->shielded && na_shield_raise(sb->netns_path, true, why, sizeof(why))) {
+    podnet_sandbox_destroy(nd, sb);
+    jr_fmt(err, errlen, "cannot shield the pod's network namespace: %s", why);
+    return GW_EIO;
+  }
+  char mac[48] = "";
+  if(want && want->mac) { /* it goes into a command line: exactly xx:xx:xx:xx:xx:xx */
+    bool ok = strlen(want->mac) == 17;
+    for(size_t i = 0; ok && i < 17; i++)
+      ok = i % 3 == 2 ? want->mac[i] == ':' : strchr("0123456789abcdefABCDEF", want->mac[i]) != NULL;
+    if(!ok) {
+      podnet_sandbox_destroy(nd, sb);
+      jr_fmt(err, errlen, "\"%s\" is not a MAC address", want->mac);
+      return GW_EINVAL;
+    }
+    jr_fmt(mac, sizeof(mac), " address %s", want->mac);
+  }
+  if(podnet_sh(why, sizeof(why),
+               "ip link add g%dx%s type veth peer name eth0%s netns %s && "
+               "ip link set g%dx%s master gwbr%d up && ip -n %s link set lo up && "
+               "ip -n %s addr add %s/24 dev eth0 && ip -n %s link set eth0 up && "
+               "ip -n %s route add default via " PODNET_PREFIX ".%d.1",
+               k, sb->uid8, mac, ns, k, sb->uid8, k, ns, ns, sb->ip, ns, ns, k)) {
+    podnet_sandbox_destroy(nd, sb);
+    jr_fmt(err, errlen, "cannot create the pod's network: %s", why);
+    return GW_EIO;
+  }
   return GW_OK;
 }
 
@@ -201,10 +284,19 @@ void podnet_sandbox_destroy(struct podnet_node *nd, struct podnet_sandbox *sb)
   if(!sb->n)
     return;
   char why[512];
-  if(podnet_sh(why, sizeof(why), "ip netns del %s", sb->netns))
+  /* What still runs in it goes with it, as a runtime's sandbox takes its processes along */
+  if(podnet_sh(why, sizeof(why), "ip netns pids %s 2>/dev/null | xargs -r kill -9; "
+               "ip netns del %s 2>/dev/null || ! test -e /run/netns/%s",
+               sb->netns, sb->netns, sb->netns))
     log_kv(LOG_WARN, "pod network namespace not removed", "netns", sb->netns, "error", why,
            LOG_END);
-  podnet_sh(NULL, 0, "ip link del gw%dv%d 2>/dev/null || true", nd->k, sb->n);
-  nd->used[sb->n] = false;
+  podnet_sh(NULL, 0, "ip link del g%dx%s 2>/dev/null || true", nd->k, sb->uid8);
+  char u[16], node[80];
+  addr_holder(nd->k, sb->n, u, sizeof(u), node, sizeof(node));
+  if(!strcmp(u, sb->uid8)) { /* the address was not taken over by a restored copy */
+    char path[64];
+    addr_path(nd->k, sb->n, path, sizeof(path));
+    unlink(path);
+  }
   memset(sb, 0, sizeof(*sb));
 }

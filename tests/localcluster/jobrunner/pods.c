@@ -14,6 +14,7 @@
 #include "container.h"
 #include "json.h"
 #include "log.h"
+#include "nodeagent/restore.h"
 
 struct jr_kubelet {
   struct pod_rt *pods;
@@ -239,8 +240,15 @@ static bool sandbox(struct jr *jr, struct pod_rt *p)
 {
   if(jr->podnet.k < 0 || p->sb.n || json_get_bool(p->pod, "spec.hostNetwork", false))
     return true;
+  /* A restored Pod keeps the source's address and MAC, and starts shielded (restore.h) */
+  const cJSON *ann = json_get(p->pod, "metadata.annotations");
+  struct podnet_want want = {
+    .ip = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, RESTORE_IP_ANNOTATION)),
+    .mac = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ann, RESTORE_MAC_ANNOTATION)),
+  };
+  want.shielded = want.ip != NULL;
   char err[1024];
-  gw_rc rc = podnet_sandbox_create(&jr->podnet, NULL, &p->sb, err, sizeof(err));
+  gw_rc rc = podnet_sandbox_create(&jr->podnet, &want, p->uid, &p->sb, err, sizeof(err));
   if(rc) {
     jr_event(jr, p->pod, "Pod", "v1", "Warning", "kubelet", "FailedCreatePodSandBox",
              "Failed to create pod sandbox: %s", err);

@@ -158,8 +158,11 @@ static void child(const struct proc_spec *s, int efd)
       report(efd, STEP_NETNS, errno, s->netns);
     close(fd);
   }
-  /* A runner killed outright takes its containers' main processes along. */
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* A runner killed outright takes its containers' main processes along. Not in a sandbox: a
+   * checkpoint would carry the signal to the restored copy, which criu's exit would then kill;
+   * there, removing the sandbox kills what runs in it (podnet.c). */
+  if(!s->netns)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
   /* The default directory is the runner's own: entered before the mounts, so a volume mounted
    * over one of its parents cannot hide it. An explicit workingDir may be in a volume. */
   if(s->workdir_first && s->workdir && *s->workdir && chdir(s->workdir))

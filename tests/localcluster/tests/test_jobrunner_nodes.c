@@ -272,8 +272,12 @@ Test(jobrunner_nodes, deleting_a_pod_removes_its_sandbox)
   const char *ip = json_get_str(pod, "status.podIP");
   int k = -1, n = -1;
   cr_assert_eq(sscanf(ip, "198.18.%d.%d", &k, &n), 2, "podIP %s", ip);
-  char ns[64];
-  snprintf(ns, sizeof(ns), "/run/netns/gw%d-%d", k, n);
+  char ns[96], uid8[9] = "";
+  const char *uid = json_get_str(pod, "metadata.uid");
+  for(size_t i = 0, u = 0; uid[i] && u < 8; i++)
+    if(uid[i] != '-')
+      uid8[u++] = uid[i];
+  snprintf(ns, sizeof(ns), "/run/netns/gw%d.node-a.%s", k, uid8);
   struct stat sb;
   cr_assert_eq(stat(ns, &sb), 0, "no network namespace %s for the Pod", ns);
   struct kube_status st;
