@@ -27,8 +27,10 @@ TESTLIB_SRC := $(sort $(filter-out $(CLUSTER_SRC) $(CTRLTEST_SRC) $(LCTEST_SRC),
                  $(wildcard tests/cluster/*.c tests/controller/*.c tests/localcluster/tests/*.c)))
 APISERVER_SRC := $(sort $(wildcard tests/localcluster/apiserver/*.c))
 JOBRUNNER_SRC := $(sort $(wildcard tests/localcluster/jobrunner/*.c))
-CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/% controller/nodeagent/main.c,$(wildcard controller/*.c controller/*/*.c)))
-NODEAGENT_SRC := $(sort $(wildcard controller/nodeagent/*.c))
+CONTROLLER_SRC := $(sort $(filter-out controller/main.c controller/runner/% controller/nodeagent/main.c controller/nodeagent/agent%,$(wildcard controller/*.c controller/*/*.c)))
+# The agent serves its API on the webhook's HTTPS layer.
+NODEAGENT_SRC := $(sort $(wildcard controller/nodeagent/*.c)) webhook/server.c webhook/tlsstore.c \
+                 webhook/metrics.c
 RUNNER_SRC := $(sort $(wildcard controller/runner/*.c))
 PG_SRC := $(sort $(wildcard tests/pg/*.c))
 
@@ -63,6 +65,7 @@ all: $(BINS)
 $(BUILD)/obj/tests/%.o: CFLAGS += -Iwebhook -Icontroller -Itests/localcluster/apiserver -Itests/pg \
   -Itests/cluster -Itests/controller -Itests/localcluster/tests
 $(BUILD)/obj/manifests/%.o: CFLAGS += -Imanifests/gen
+$(BUILD)/obj/controller/nodeagent/%.o: CFLAGS += -Iwebhook
 
 
 # Rewritten only when a value changes, so a new commit rebuilds version.o and relinks, no more.

@@ -46,6 +46,8 @@ struct controller_config {
   /* the PtahMigration controller */
   long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval, ptah_log_window;
   const char *ptah_protocol, *ptah_transport, *policy;
+  /* the PodMigration controller */
+  const char *nodeagent_ca, *nodeagent_token_file;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -125,10 +127,31 @@ static const struct cfg_opt options[] = {
     "the admission policy JSON file the webhook enforces; read when a PtahSchemaApproval is "
     "judged, for approvals.allowSelfApproval (default: the built-in policy, which forbids "
     "self-approval)" },
+  { "nodeagent-ca", "GODWIT_NODEAGENT_CA", CFG_STR, NULL, 0, 0, O(nodeagent_ca),
+    "CA of the PodMotion node agents' certificates (default: the system's)" },
+  { "nodeagent-token-file", "GODWIT_NODEAGENT_TOKEN_FILE", CFG_STR, NULL, 0, 0,
+    O(nodeagent_token_file), "the bearer token of the node agents' API; without it "
+    "PodMigrations wait in Validating (NodeAgentUnavailable)" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
 static volatile int stopping;
+
+/* The first line of a token file (malloc'd), or NULL. */
+static char *read_token(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  char buf[512] = "";
+  char *tok = NULL;
+  if(f && fgets(buf, sizeof(buf), f)) {
+    buf[strcspn(buf, "\r\n")] = 0;
+    if(*buf)
+      tok = strdup(buf);
+  }
+  if(f)
+    fclose(f);
+  return tok;
+}
 
 static void on_signal(int sig)
 {
@@ -223,9 +246,19 @@ static int run(const struct controller_config *c, const char *identity)
     .log_window_ms = c->ptah_log_window,
     .policy_file = c->policy,
   };
+  char *agent_token = NULL;
+  struct pmig_opts pmo = { .ca_file = c->nodeagent_ca };
+  if(c->nodeagent_token_file) {
+    agent_token = read_token(c->nodeagent_token_file);
+    if(!agent_token) {
+      log_kv(LOG_ERROR, "cannot read a token", "file", c->nodeagent_token_file, LOG_END);
+      code = 1;
+    }
+    pmo.token = agent_token;
+  }
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||
                ptah_register(m, &ptah) || ptah_schema_register(m, &ptah) ||
-               podmotion_register(m))) {
+               podmotion_register(m, &pmo))) {
     log_kv(LOG_ERROR, "cannot set up the controllers", LOG_END);
     code = 1;
   }
@@ -247,6 +280,7 @@ static int run(const struct controller_config *c, const char *identity)
       code = 1;
   }
   mgr_free(m);
+  free(agent_token);
   pg_pool_free(mig.pool);
   kube_client_free(lkube);
   kube_client_free(kube);
@@ -264,9 +298,9 @@ int main(int argc, char **argv)
                       "Reconciles Migration (pgcopydb.io), PtahMigration and PtahSchema with "
                       "its approvals (ptah.run): writes status, conditions and Events, runs the "
                       "runner Jobs; leader-elected through a Lease. PodMigration "
-                      "(migration.podmotion.io) is reconciled up to Validating: refused or "
-                      "cancelled with its reason, or waiting for the node agent, which this "
-                      "release does not ship; no pod is frozen or moved.");
+                      "(migration.podmotion.io) is reconciled through the node agents' API "
+                      "(--nodeagent-token-file): checkpoint, transfer, restore, verification, "
+                      "handover, rollback.");
   if(code >= 0)
     return code;
   if(strcmp(c.ptah_transport, "durable") && strcmp(c.ptah_transport, "legacy")) {

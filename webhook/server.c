@@ -72,6 +72,15 @@ static void refuse(struct req_state *st, int code, const char *reason, const cha
   snprintf(st->refuse_msg, sizeof(st->refuse_msg), fmt, arg);
 }
 
+/* "3 MiB", or a number of bytes when the limit is not a whole number of MiB. */
+static void limit_text(size_t limit, char *buf, size_t len)
+{
+  if(limit && !(limit % (1024 * 1024)))
+    snprintf(buf, len, "%zu MiB", limit / (1024 * 1024));
+  else
+    snprintf(buf, len, "%zu bytes", limit);
+}
+
 static bool is_json(const char *ct)
 {
   if(!ct)
@@ -125,9 +134,12 @@ static void route(struct server *s, struct req_state *st, struct MHD_Connection 
     return;
   }
   const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if(cl && strtoull(cl, NULL, 10) > s->opts.body_limit)
-    refuse(st, 413, "RequestEntityTooLarge", "request body of %.20s bytes is above the limit "
-           "of 3 MiB", cl);
+  if(cl && strtoull(cl, NULL, 10) > s->opts.body_limit) {
+    char msg[160], lim[32];
+    limit_text(s->opts.body_limit, lim, sizeof(lim));
+    snprintf(msg, sizeof(msg), "request body of %.20s bytes is above the limit of %s", cl, lim);
+    refuse(st, 413, "RequestEntityTooLarge", "%s", msg);
+  }
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -159,7 +171,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   if(*upload_size) {
     if(!st->refuse && strbuf_add(&st->body, upload_data, *upload_size)) {
-      refuse(st, 413, "RequestEntityTooLarge", "request body is above the limit of %s", "3 MiB");
+      char lim[32];
+      limit_text(s->opts.body_limit, lim, sizeof(lim));
+      refuse(st, 413, "RequestEntityTooLarge", "request body is above the limit of %s", lim);
       strbuf_release(&st->body);
     }
     *upload_size = 0;
@@ -172,9 +186,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return reply(c, &r, NULL);
   }
   const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-  struct http_request req = { method, url, ct, strbuf_str(&st->body), st->body.len };
+  struct http_request req = { method, url, ct, strbuf_str(&st->body), st->body.len, c };
   st->route->fn(s->opts.ctx, &req, &r);
   return reply(c, &r, NULL);
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+  return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

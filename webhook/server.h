@@ -28,7 +28,11 @@ struct http_request {
   const char *content_type;
   const char *body; /* NUL-terminated copy; len excludes the NUL */
   size_t len;
+  void *conn; /* the server's connection: http_request_header */
 };
+
+/* A request header's value, or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
 
 struct http_response {
   int status;

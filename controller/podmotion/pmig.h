@@ -18,6 +18,7 @@
 
 #include <cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../edit.h"
@@ -39,7 +40,33 @@ struct pmig {
   const char *ns, *name;
   int phase;
   struct status_edit ed;
+  bool removed_now; /* the checkpoints were removed by this reconcile */
 };
+
+/* Held from the freeze (leaving Validating) until the migration ended and let go of the
+ * nodes: a PodMigration deleted midway rolls back first. */
+#define PG_FINALIZER "migration.podmotion.io/rollback"
+/* On the restored pod: the PodMigration that made it. */
+#define PG_MIGRATION_LABEL "migration.podmotion.io/migration"
+
+/* How the controller reaches the node agents (--nodeagent-ca, --nodeagent-token-file). */
+struct pmig_opts {
+  const char *ca_file;
+  const char *token; /* NULL: no agent API is called; migrations wait in Validating */
+};
+extern struct pmig_opts pmig_opts;
+
+struct na_target;
+/* The node agent API of node (its annotation's endpoint); false with why when there is none. */
+bool pmig_agent_target(struct pmig *p, const char *node, struct na_target *t, char *ep,
+                       size_t eplen, char *why, size_t wlen);
+/* move.c: the phases after Validating (Checkpointing ... Verifying, RollingBack). */
+gw_rc pmig_move(struct pmig *p) GW_MUST_CHECK;
+/* Enters RollingBack with reason (the rollback's steps run on the next reconcile). */
+void pmig_rollback(struct pmig *p, const char *reason, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* An ended migration: checkpoint retention, and the finalizer once it is being deleted. */
+gw_rc pmig_settle(struct pmig *p) GW_MUST_CHECK;
 
 /* A condition, with an Event when a phase changes (PhaseTransition). */
 void pmig_cond(struct pmig *p, const char *type, const char *status, const char *reason,
@@ -79,6 +106,6 @@ gw_rc pmig_policy(struct pmig *p, const cJSON *pod, const char *strategy,
 bool pmig_policy_dest(const struct pmig_verdict *v, const cJSON *node_labels);
 void pmig_verdict_release(struct pmig_verdict *v);
 
-gw_rc podmotion_register(struct mgr *m) GW_MUST_CHECK;
+gw_rc podmotion_register(struct mgr *m, const struct pmig_opts *o) GW_MUST_CHECK;
 
 #endif

@@ -77,12 +77,18 @@ void pmig_refuse(struct pmig *p, const char *cond, const char *reason, const cha
   free(msg);
 }
 
+static bool final_phase(int phase)
+{
+  return phase == PG_COMPLETED || phase == PG_FAILED || phase == PG_CANCELLED;
+}
+
 static gw_rc step(struct pmig *p)
 {
-  if(json_get(p->obj, "metadata.deletionTimestamp"))
-    return GW_OK; /* nothing is frozen before the node agents act: nothing to roll back */
-  if(p->phase == PG_COMPLETED || p->phase == PG_FAILED || p->phase == PG_CANCELLED)
-    return GW_OK;
+  if(final_phase(p->phase))
+    return pmig_settle(p);
+  bool deleting = json_get(p->obj, "metadata.deletionTimestamp") != NULL;
+  if(deleting && (p->phase == PHASE_NONE || p->phase == PG_PENDING || p->phase == PG_VALIDATING))
+    return GW_OK; /* nothing was frozen, no finalizer holds it */
   if(p->phase == PHASE_NONE) {
     pmig_cond(p, "Scheduled", COND_TRUE, "Accepted", "the controller accepted the migration of "
               "pod %s and will validate it", json_get_str(p->obj, "spec.source.podName")
@@ -101,8 +107,12 @@ static gw_rc step(struct pmig *p)
   }
   if(p->phase == PG_VALIDATING)
     return pmig_validate(p);
-  /* later phases come with the node agent: nothing in this release enters them */
-  return GW_OK;
+  const char *tv = json_get_str(cond_find(p->obj, "TrafficVerified"), "status");
+  if(deleting && p->phase != PG_ROLLINGBACK && !(tv && !strcmp(tv, "True"))) {
+    pmig_rollback(p, "Deleted", "the PodMigration is being deleted");
+    return GW_OK;
+  }
+  return pmig_move(p);
 }
 
 static void enqueue_ns(void *ctx, const char *key, const cJSON *obj)
@@ -117,10 +127,11 @@ struct waiting {
   struct ctrl *c;
 };
 
+/* Every one not ended: a pod, node or policy change may concern any of them. */
 static void enqueue_waiting(void *ctx, const char *key, const cJSON *obj)
 {
   const char *phase = json_get_str(obj, "status.phase");
-  if(!phase || !strcmp(phase, "Pending") || !strcmp(phase, "Validating"))
+  if(!final_phase(phase_parse(&pmig_phases, phase)))
     enqueue_ns(((struct waiting *)ctx)->c, key, obj);
 }
 
@@ -141,9 +152,9 @@ static struct rec_result reconcile(struct rec_ctx *c)
   gw_rc crc = edit_commit(&p.ed, c, &p.obj);
   if(!rc)
     rc = crc;
-  /* one that ended (or is gone past Validating) may free a place under its policy */
+  /* one that ended may free a place under its policy */
   int now = phase_parse(&pmig_phases, json_get_str(p.obj, "status.phase"));
-  if(now != PG_PENDING && now != PG_VALIDATING && now != PHASE_NONE) {
+  if(final_phase(now) && now != p.phase) {
     struct waiting w = { c->ctrl };
     informer_each(c->cache, c->ns, enqueue_waiting, &w);
   }
@@ -166,12 +177,23 @@ static gw_rc metrics(void *ctx, struct strbuf *sb)
 static void map_related(void *ctx, struct ctrl *c, const cJSON *obj)
 {
   struct informer *migs = ctx;
+  /* a restored pod names its PodMigration */
+  const char *owner = cJSON_GetStringValue(
+    cJSON_GetObjectItemCaseSensitive(json_get(obj, "metadata.labels"), PG_MIGRATION_LABEL));
+  if(owner) {
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", json_get_str(obj, "metadata.namespace") ?
+             json_get_str(obj, "metadata.namespace") : "", owner);
+    ctrl_enqueue(c, key);
+  }
   struct waiting w = { c };
   informer_each(migs, json_get_str(obj, "metadata.namespace"), enqueue_waiting, &w);
 }
 
-gw_rc podmotion_register(struct mgr *m)
+gw_rc podmotion_register(struct mgr *m, const struct pmig_opts *o)
 {
+  if(o)
+    pmig_opts = *o;
   struct informer *migs = NULL;
   struct ctrl *ctl = NULL;
   struct ctrl_def def = { "podmigration", "PodMigration", &KUBE_POD_MIGRATIONS, reconcile, NULL,

@@ -9,10 +9,12 @@
 #include <time.h>
 
 #include "../conditions.h"
+#include "../finalizer.h"
 #include "../informer.h"
 #include "../ktime.h"
 #include "api/api.h"
 #include "json.h"
+#include "../nodeagent/client.h"
 #include "pmig.h"
 
 static cJSON *cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns,
@@ -46,7 +48,10 @@ static bool has_probe(const cJSON *pod, const char *what)
   const cJSON *c;
   cJSON_ArrayForEach(c, json_get(pod, "spec.containers"))
   {
-    if(!strcmp(what, "readiness") && cJSON_IsObject(json_get(c, "readinessProbe")))
+    /* the probe runs against the shielded copy through its node agent: an HTTP GET or a TCP
+     * connection, not a command */
+    if(!strcmp(what, "readiness") && (json_get(c, "readinessProbe.httpGet") ||
+                                      json_get(c, "readinessProbe.tcpSocket")))
       return true;
     if(!strcmp(what, "tcp")) {
       const cJSON *port;
@@ -170,9 +175,10 @@ static gw_rc decide(struct pmig *p, const cJSON *pod)
   if(!mode || !strcmp(mode, "ReadinessProbe")) {
     if(!has_probe(pod, "readiness")) {
       pmig_refuse(p, "Validating", "VerificationImpossible", "verification mode ReadinessProbe "
-                  "needs a readiness probe on a container of pod %s, and it has none: its Ready "
-                  "condition would prove nothing about the restored copy; add a readinessProbe "
-                  "or choose HTTPGet or TCPSocket", pod_name);
+                  "needs an httpGet or tcpSocket readiness probe on a container of pod %s, and "
+                  "it has none (exec and gRPC probes cannot run against the restored copy "
+                  "before it owns its traffic): add one or choose HTTPGet or TCPSocket",
+                  pod_name);
       return GW_OK;
     }
   } else if(!strcmp(mode, "TCPSocket") && !json_get(p->obj, "spec.verification.tcpSocket") &&
@@ -232,27 +238,49 @@ static gw_rc decide(struct pmig *p, const cJSON *pod)
     return GW_OK;
   }
   const char *effective = strategy;
-  if(!strcmp(strategy, "PreCopy") && !json_get_bool(src, "features.memDirtyTrack", false)) {
+  if(!strcmp(strategy, "PreCopy")) {
+    bool dirty = json_get_bool(src, "features.memDirtyTrack", false);
+    const char *reason = dirty ? "PreCopyNotSupported" : "DirtyTrackingUnavailable";
+    char what[300];
+    if(dirty)
+      snprintf(what, sizeof(what), "the node agents of this release take no pre-copy rounds");
+    else
+      snprintf(what, sizeof(what), "node %s cannot track dirty pages (CRIU mem_dirty_track is "
+               "off), which PreCopy needs", source);
     if(!stop_and_copy_ok) {
-      pmig_refuse(p, "PreCopyStarted", "DirtyTrackingUnavailable", "node %s cannot track dirty "
-                  "pages (CRIU mem_dirty_track is off), which PreCopy needs, and a "
-                  "MigrationPolicy forbids StopAndCopy: the pod is not moved", source);
+      pmig_refuse(p, "PreCopyStarted", reason, "%s, and a MigrationPolicy forbids "
+                  "StopAndCopy: the pod is not moved", what);
       cJSON_Delete(src);
       cJSON_Delete(dst);
       return GW_OK;
     }
     effective = "StopAndCopy";
-    pmig_cond(p, "PreCopyStarted", COND_FALSE, "DirtyTrackingUnavailable", "node %s cannot "
-              "track dirty pages (CRIU mem_dirty_track is off): no pre-copy round can skip "
-              "clean pages, so the migration runs StopAndCopy, which every applicable "
-              "MigrationPolicy allows", source);
+    pmig_cond(p, "PreCopyStarted", COND_FALSE, reason, "%s: no pre-copy round can skip clean "
+              "pages, so the migration runs StopAndCopy (the whole memory is copied while the "
+              "pod is frozen), which every applicable MigrationPolicy allows", what);
   }
   edit_set_str(&p->ed, "strategy", effective);
   cJSON_Delete(src);
   cJSON_Delete(dst);
-  wait_for(p, "CheckpointNotAvailable", "validated (destination %s, strategy %s); the node "
-           "agents' checkpoint is not in this release, so the pod is not frozen and the "
-           "migration waits here (set spec.cancel to stop it)", dest, effective);
+  /* the agents' API: where the controller reaches them */
+  char why[512] = "", ep[160];
+  struct na_target t;
+  if(!pmig_agent_target(p, source, &t, ep, sizeof(ep), why, sizeof(why)) ||
+     !pmig_agent_target(p, dest, &t, ep, sizeof(ep), why, sizeof(why))) {
+    wait_for(p, "NodeAgentUnavailable", "%s: the pod is not touched and the migration waits "
+             "(set spec.cancel to stop it)", why);
+    return GW_OK;
+  }
+  /* From here the pod is frozen: a deleted PodMigration must roll back first */
+  rc = obj_finalizer(p->ctx, &KUBE_POD_MIGRATIONS, p->obj, PG_FINALIZER, true);
+  if(rc)
+    return rc;
+  pmig_cond(p, "Validating", COND_FALSE, "Validated", "pod %s on node %s may move to node %s "
+            "(strategy %s)", json_get_str(pod, "metadata.name"), source, dest, effective);
+  pmig_cond(p, "Checkpointing", COND_TRUE, "InProgress", "shielding pod %s and taking its "
+            "checkpoint on node %s", json_get_str(pod, "metadata.name"), source);
+  pmig_phase(p, PG_CHECKPOINTING, "validated: destination %s, strategy %s", dest, effective);
+  edit_requeue(&p->ed, 1);
   return GW_OK;
 }
 

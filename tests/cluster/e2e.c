@@ -100,7 +100,7 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   setenv("GODWIT_RUNNER_IMAGE", "ghcr.io/godwit-dev/godwit:test", 1);
   setenv("GODWIT_STEP_ATTEMPTS", "3", 1);
   cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER) |
-                    (o->faults ? CL_FAULTS : 0));
+                    (o->faults ? CL_FAULTS : 0) | (o->nodes ? CL_NODES : 0));
   e->k = cl_client(&e->c, "admin");
   if(!o->target_only) {
     pgfx_start(&e->src, &(struct pgfx_opts){
@@ -608,6 +608,14 @@ void e2e_controller_start(struct e2e *e)
     if(fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
+    }
+    /* the node agents' CA and token, as up gives them, when the cluster has worker nodes */
+    char ca[400], tok[400];
+    snprintf(ca, sizeof(ca), "%s", cl_path(&e->c, "pki/nodeagent/ca.crt"));
+    snprintf(tok, sizeof(tok), "%s", cl_path(&e->c, "nodeagent.token"));
+    if(!access(tok, R_OK)) {
+      setenv("GODWIT_NODEAGENT_CA", ca, 1);
+      setenv("GODWIT_NODEAGENT_TOKEN_FILE", tok, 1);
     }
     execl(bin, bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file", port,
           "--bind", "127.0.0.1", "--log-level", "info", (char *)NULL);

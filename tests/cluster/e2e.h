@@ -45,6 +45,7 @@ struct e2e_opts {
   bool no_controller;      /* start the controller later (e2e_controller_start) */
   bool target_only;        /* only the target server (Ptah): no source, no "src" Secret */
   bool no_database;        /* no PostgreSQL at all (PodMotion): no server, no Secret */
+  bool nodes;              /* worker nodes node-a, node-b, node-c and their node agents */
 };
 
 /* A phase recorder's state: inside struct e2e (a test's static), so a recorder an assertion

@@ -67,4 +67,6 @@ long jt_wait_pidfile(const char *path, int ms);
 /* Waits until no process has that pid (not even a zombie). */
 bool jt_wait_gone(long pid, int ms);
 
+#include "counter.h"
+
 #endif

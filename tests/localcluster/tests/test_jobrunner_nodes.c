@@ -40,34 +40,9 @@ static cJSON *parse(const char *s)
   return v;
 }
 
-static const char *counter_path(void)
-{
-  static char path[512];
-  const char *b = getenv("GODWIT_BUILD");
-  snprintf(path, sizeof(path), "%s/tests/criu-counter", b && *b ? b : "build");
-  char *abs = realpath(path, NULL);
-  cr_assert(abs, "%s is not built (make %s)", path, path);
-  snprintf(path, sizeof(path), "%s", abs);
-  free(abs);
-  return path;
-}
-
-/* A Pod running the counter server on port 7000, placed on node (NULL: by the scheduler). */
 static cJSON *counter_pod(const char *name, const char *node)
 {
-  cJSON *pod = jt_pod(name, "unused");
-  cJSON *ctr = cJSON_GetArrayItem(json_get_mut(pod, "spec.containers"), 0);
-  cJSON_DeleteItemFromObject(ctr, "command");
-  cJSON_DeleteItemFromObject(ctr, "args");
-  cJSON *cmd = cJSON_AddArrayToObject(ctr, "command");
-  cJSON_AddItemToArray(cmd, cJSON_CreateString(counter_path()));
-  cJSON_AddItemToArray(cmd, cJSON_CreateString("0.0.0.0"));
-  cJSON_AddItemToArray(cmd, cJSON_CreateString("7000"));
-  if(node)
-    cr_assert_eq(json_set_str(pod, "spec.nodeName", node), GW_OK);
-  cr_assert_eq(json_set(pod, "spec.automountServiceAccountToken", cJSON_CreateFalse()), GW_OK);
-  cr_assert_eq(json_set(pod, "spec.terminationGracePeriodSeconds", cJSON_CreateNumber(1)), GW_OK);
-  return pod;
+  return jt_counter_pod(name, node);
 }
 
 static cJSON *wait_running(const char *name)
@@ -77,32 +52,13 @@ static cJSON *wait_running(const char *name)
   return pod;
 }
 
-/* One request to the counter at ip:7000 from this machine's network; the answer line. */
+/* One request to the counter at ip:7000 from this machine's network, on a connection of its
+ * own; the answer line. */
 static char *ask(const char *ip, const char *req, char *out, size_t len)
 {
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(7000) };
-  cr_assert_eq(inet_pton(AF_INET, ip, &sa.sin_addr), 1, "podIP %s", ip);
-  int fd = -1;
-  for(int i = 0; i < 50; i++) { /* the server listens a moment after the container starts */
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    cr_assert(fd >= 0);
-    if(!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-      break;
-    close(fd);
-    fd = -1;
-    usleep(100000);
-  }
-  cr_assert(fd >= 0, "cannot connect to %s:7000 from this machine", ip);
-  char line[64];
-  snprintf(line, sizeof(line), "%s\n", req);
-  cr_assert_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
-  struct pollfd pf = { .fd = fd, .events = POLLIN };
-  cr_assert_eq(poll(&pf, 1, 5000), 1, "no answer from %s", ip);
-  ssize_t n = read(fd, out, len - 1);
+  int fd = jt_counter_connect(ip);
+  snprintf(out, len, "%s", jt_counter_req(fd, req));
   close(fd);
-  cr_assert(n > 0);
-  out[n] = 0;
-  out[strcspn(out, "\n")] = 0;
   return out;
 }
 

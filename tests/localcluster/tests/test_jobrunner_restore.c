@@ -44,77 +44,21 @@ static void stop(void)
 
 TestSuite(jobrunner_restore, .init = start, .fini = stop, .timeout = 120);
 
-static const char *counter_path(void)
+static int client = -1;
+
+static const char *req(const char *what)
 {
-  static char path[512];
-  const char *b = getenv("GODWIT_BUILD");
-  snprintf(path, sizeof(path), "%s/tests/criu-counter", b && *b ? b : "build");
-  char *abs = realpath(path, NULL);
-  cr_assert(abs, "%s is not built", path);
-  snprintf(path, sizeof(path), "%s", abs);
-  free(abs);
-  return path;
+  return jt_counter_req(client, what);
 }
 
 static cJSON *counter_pod(const char *name, const char *node)
 {
-  cJSON *pod = jt_pod(name, "unused");
-  cJSON *ctr = cJSON_GetArrayItem(json_get_mut(pod, "spec.containers"), 0);
-  cJSON_DeleteItemFromObject(ctr, "command");
-  cJSON_DeleteItemFromObject(ctr, "args");
-  cJSON *cmd = cJSON_AddArrayToObject(ctr, "command");
-  cJSON_AddItemToArray(cmd, cJSON_CreateString(counter_path()));
-  cJSON_AddItemToArray(cmd, cJSON_CreateString("0.0.0.0"));
-  cJSON_AddItemToArray(cmd, cJSON_CreateString("7000"));
-  cr_assert_eq(json_set_str(pod, "spec.nodeName", node), GW_OK);
-  cr_assert_eq(json_set(pod, "spec.automountServiceAccountToken", cJSON_CreateFalse()), GW_OK);
-  cr_assert_eq(json_set(pod, "spec.terminationGracePeriodSeconds", cJSON_CreateNumber(1)), GW_OK);
-  return pod;
+  return jt_counter_pod(name, node);
 }
 
-/* The pid in a local-runtime container ID (godwit://UID-INDEX-PID). */
 static long container_pid(const cJSON *pod)
 {
-  const cJSON *cs = cJSON_GetArrayItem(json_get(pod, "status.containerStatuses"), 0);
-  const char *id = json_get_str(cs, "containerID");
-  cr_assert(id && !strncmp(id, "godwit://", 9), "containerID %s", id ? id : "(none)");
-  const char *dash = strrchr(id, '-');
-  cr_assert(dash);
-  return strtol(dash + 1, NULL, 10);
-}
-
-static int client = -1;
-
-static void connect_client(const char *ip)
-{
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(7000) };
-  cr_assert_eq(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
-  for(int i = 0; i < 50; i++) {
-    client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if(!connect(client, (struct sockaddr *)&sa, sizeof(sa)))
-      return;
-    close(client);
-    client = -1;
-    usleep(100000);
-  }
-  cr_assert_fail("cannot connect to %s:7000", ip);
-}
-
-/* One request on the held connection; the answer line (waits up to 5 s: a retransmission). */
-static const char *req(const char *what)
-{
-  static char out[128];
-  char line[32];
-  snprintf(line, sizeof(line), "%s\n", what);
-  cr_assert_eq(write(client, line, strlen(line)), (ssize_t)strlen(line), "write: %s",
-               strerror(errno));
-  struct pollfd pf = { .fd = client, .events = POLLIN };
-  cr_assert_eq(poll(&pf, 1, 5000), 1, "no answer to %s", what);
-  ssize_t n = read(client, out, sizeof(out) - 1);
-  cr_assert(n > 0, "read after %s: %s", what, n < 0 ? strerror(errno) : "closed");
-  out[n] = 0;
-  out[strcspn(out, "\n")] = 0;
-  return out;
+  return jt_container_pid(pod);
 }
 
 struct source {
@@ -173,7 +117,7 @@ static void start_source(struct source *s)
   jt_create(K, &KUBE_PODS, counter_pod("counter", "node-a"));
   s->pod = jt_wait_pod(K, NULL, "counter", jt_pod_running, 20000);
   cr_assert(s->pod, "the counter never ran");
-  connect_client(json_get_str(s->pod, "status.podIP"));
+  client = jt_counter_connect(json_get_str(s->pod, "status.podIP"));
   cr_assert_str_eq(req("inc"), "1");
   cr_assert_str_eq(req("inc"), "2");
 }

@@ -1,5 +1,9 @@
 /* Helpers of the job runner's tests: see test_jobrunner.h. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -333,3 +337,4 @@ bool jt_wait_gone(long pid, int ms)
   }
   return false;
 }
+
