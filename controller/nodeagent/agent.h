@@ -26,11 +26,15 @@ struct agent {
   const char *token;      /* the bearer token every call must carry */
   const char *peer_ca;    /* to check the destination agent's certificate */
   size_t max_file_bytes;  /* the largest checkpoint file accepted or sent */
+  const char *fault;      /* tests only (--fault): checkpoint, send, corrupt-restore, attach */
   /* metrics */
   atomic_long checkpoints_ok, checkpoints_failed, releases, detaches, attaches;
   atomic_long probes_ok, probes_failed, files_received, files_refused, removals;
   atomic_llong bytes_sent, bytes_received, checkpoint_ms_sum;
 };
+
+/* Whether the injected fault is name (tests: docs/dev/podmotion-nodeagent.md, "Faults"). */
+bool agent_fault(const struct agent *a, const char *name);
 
 struct na_fail {
   int code;

@@ -55,6 +55,11 @@ static long mono_ms(void)
   return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+bool agent_fault(const struct agent *a, const char *name)
+{
+  return a->fault && !strcmp(a->fault, name);
+}
+
 /* ---- files ---- */
 static char *read_all(const char *path, size_t max, size_t *len)
 {
@@ -343,7 +348,11 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
                            .tcp_established = true, .leave_running = true,
                            .timeout_ms = DUMP_TIMEOUT_MS };
     struct criu_result r;
-    gw_rc rc = criu_dump(&o, &r);
+    gw_rc rc = agent_fault(a, "checkpoint") ? GW_EIO : criu_dump(&o, &r);
+    if(rc && agent_fault(a, "checkpoint")) {
+      memset(&r, 0, sizeof(r));
+      snprintf(r.errors, sizeof(r.errors), "fault injected (--fault checkpoint)");
+    }
     long dump_ms = r.elapsed_ms;
     if(rc) {
       fail(f, 500, "CheckpointFailed", "criu dump of container %s failed: %s", c[i].name,
@@ -479,7 +488,11 @@ cJSON *agent_send(struct agent *a, const cJSON *req, struct na_fail *f)
            a->max_file_bytes);
       goto out;
     }
-    gw_rc rc = na_put_file(&t, name, p, data, len, sha, &code, err, sizeof(err));
+    gw_rc rc = files && agent_fault(a, "send")
+                 ? GW_EIO
+                 : na_put_file(&t, name, p, data, len, sha, &code, err, sizeof(err));
+    if(rc && agent_fault(a, "send"))
+      snprintf(err, sizeof(err), "fault injected (--fault send) after %d file(s)", files);
     free(data);
     if(rc) {
       fail(f, 502, "TransferFailed", "%s", err);
@@ -607,6 +620,16 @@ cJSON *agent_received(struct agent *a, const cJSON *req, struct na_fail *f)
     cJSON_AddNumberToObject(out, "completedAtMs", (double)wall_ms());
     cJSON_AddNumberToObject(out, "sizeBytes", manifest_bytes(m));
     cJSON_AddStringToObject(out, "dir", dir);
+    if(agent_fault(a, "corrupt-restore")) /* the restore will find the memory images short */
+      cJSON_ArrayForEach(it, m)
+      {
+        const char *p = json_get_str(it, "path");
+        if(p && strstr(p, "/pages-")) {
+          snprintf(path, sizeof(path), "%s/%s", dir, p);
+          if(truncate(path, 1))
+            log_kv(LOG_WARN, "fault not injected", "path", path, LOG_END);
+        }
+      }
     snprintf(path, sizeof(path), "%s/" NA_RECEIVED_JSON, dir);
     if(write_json(path, out)) {
       fail(f, 500, "InternalError", "cannot record %s", path);
@@ -673,6 +696,9 @@ static cJSON *net_op(struct agent *a, const cJSON *req, struct na_fail *f, int w
   } else if(what == 1) { /* detach: the source lets the address go */
     rc = na_link_set(c[0].netns, "eth0", false, err, sizeof(err));
     atomic_fetch_add(&a->detaches, 1);
+  } else if(agent_fault(a, "attach")) {
+    snprintf(err, sizeof(err), "fault injected (--fault attach)");
+    rc = GW_EIO;
   } else { /* attach: the restored copy owns the flows */
     rc = na_shield_lower(c[0].netns, err, sizeof(err));
     atomic_fetch_add(&a->attaches, 1);

@@ -38,6 +38,7 @@ struct na_config {
   const char *kubeconfig, *context, *node, *criu, *log_level;
   long interval_s;
   const char *tls_cert, *tls_key, *token_file, *peer_ca, *checkpoint_dir, *bind, *advertise;
+  const char *fault;
   long port, max_file_mib;
 };
 
@@ -68,6 +69,8 @@ static const struct cfg_opt options[] = {
     "InternalIP)" },
   { "max-file-mib", NULL, CFG_INT, "256", 1, 65536, O(max_file_mib),
     "largest checkpoint file sent or received, in MiB (each is held in memory once)" },
+  { "fault", "GODWIT_NODEAGENT_FAULT", CFG_STR, NULL, 0, 0, O(fault),
+    "tests only: make one operation fail (checkpoint, send, corrupt-restore, attach)" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug, info, warn or error" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
@@ -207,6 +210,9 @@ static int serve(const struct na_config *c, struct kube_client *k, struct agent 
   a->token = *token;
   a->peer_ca = c->peer_ca;
   a->max_file_bytes = (size_t)c->max_file_mib << 20;
+  a->fault = c->fault;
+  if(c->fault)
+    log_kv(LOG_WARN, "a fault is injected: this agent is for tests", "fault", c->fault, LOG_END);
   if(agent_http_start(a, c->bind, (int)c->port, srv, err, sizeof(err))) {
     fprintf(stderr, "godwit-nodeagent: %s\n", err);
     return 1;

@@ -554,7 +554,7 @@ const char *e2e_phases_list(struct e2e_phases *ph)
 
 /* ---- the controller process ---- */
 
-pid_t e2e_controller_pid(struct e2e *e)
+pid_t e2e_process_pid(struct e2e *e, const char *process)
 {
   FILE *f = fopen(cl_path(&e->c, "pids"), "r");
   if(!f)
@@ -562,33 +562,161 @@ pid_t e2e_controller_pid(struct e2e *e)
   char name[64];
   long pid, last = 0;
   while(fscanf(f, "%63s %ld", name, &pid) == 2)
-    if(!strcmp(name, "controller"))
+    if(!strcmp(name, process))
       last = pid;
   fclose(f);
   return (pid_t)last;
+}
+
+pid_t e2e_controller_pid(struct e2e *e)
+{
+  return e2e_process_pid(e, "controller");
+}
+
+/* Sends sig and waits until the process is gone (up started it: it is not our child). */
+static void kill_and_wait(pid_t pid, int sig)
+{
+  if(kill(pid, sig) != 0)
+    return;
+  for(int i = 0; i < 250 && kill(pid, 0) == 0; i++) {
+    char st[64], path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    bool zombie = false;
+    if(f) {
+      zombie = fscanf(f, "%*d %*s %63s", st) == 1 && st[0] == 'Z';
+      fclose(f);
+    }
+    if(zombie)
+      break;
+    waitpid(pid, NULL, WNOHANG);
+    e2e_sleep_ms(20);
+  }
 }
 
 void e2e_controller_kill(struct e2e *e)
 {
   pid_t pid = e2e_controller_pid(e);
   cr_assert_gt(pid, 0, "no controller pid in %s", cl_path(&e->c, "pids"));
-  if(kill(pid, SIGKILL) == 0) {
-    /* not our child (up started it): wait until it is gone */
-    for(int i = 0; i < 200 && kill(pid, 0) == 0; i++) {
-      char st[64], path[64];
-      snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-      FILE *f = fopen(path, "r");
-      bool zombie = false;
-      if(f) {
-        zombie = fscanf(f, "%*d %*s %63s", st) == 1 && st[0] == 'Z';
-        fclose(f);
-      }
-      if(zombie)
-        break;
-      waitpid(pid, NULL, WNOHANG);
-      e2e_sleep_ms(20);
-    }
+  kill_and_wait(pid, SIGKILL);
+}
+
+/* The node agent's published endpoint ("" when none). */
+static void agent_endpoint(struct e2e *e, const char *node, char *buf, size_t len)
+{
+  buf[0] = 0;
+  cJSON *n = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  if(!kube_get(e->k, &KUBE_NODES, NULL, node, &n, &st)) {
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+      json_get(n, "metadata.annotations"), "migration.podmotion.io/node-agent"));
+    cJSON *caps = v ? cJSON_Parse(v) : NULL;
+    const char *ep = json_get_str(caps, "endpoint");
+    snprintf(buf, len, "%s", ep ? ep : "");
+    cJSON_Delete(caps);
   }
+  kube_status_release(&st);
+  cJSON_Delete(n);
+}
+
+/* The agent's command line (NUL-separated) from /proc, kept in DIR/nodeagent-NODE.cmdline for
+ * when it is gone; its length. */
+static size_t agent_cmdline(struct e2e *e, const char *node, pid_t pid, char *buf, size_t len)
+{
+  char path[64], keep[400];
+  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+  snprintf(keep, sizeof(keep), "%s", cl_path(&e->c, "nodeagent-"));
+  strncat(keep, node, sizeof(keep) - strlen(keep) - 1);
+  strncat(keep, ".cmdline", sizeof(keep) - strlen(keep) - 1);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+  if(f)
+    fclose(f);
+  if(n) {
+    f = fopen(keep, "w");
+    if(f) {
+      fwrite(buf, 1, n, f);
+      fclose(f);
+    }
+  } else {
+    f = fopen(keep, "r");
+    n = f ? fread(buf, 1, len - 1, f) : 0;
+    if(f)
+      fclose(f);
+  }
+  buf[n] = 0;
+  return n;
+}
+
+void e2e_agent_stop(struct e2e *e, const char *node, int sig)
+{
+  char name[80], cmd[8192];
+  snprintf(name, sizeof(name), "nodeagent-%s", node);
+  pid_t pid = e2e_process_pid(e, name);
+  cr_assert_gt(pid, 0, "no %s in %s", name, cl_path(&e->c, "pids"));
+  agent_cmdline(e, node, pid, cmd, sizeof(cmd));
+  kill_and_wait(pid, sig);
+}
+
+void e2e_agent_restart(struct e2e *e, const char *node, const char *fault)
+{
+  char name[80], path[64], before[160];
+  snprintf(name, sizeof(name), "nodeagent-%s", node);
+  pid_t pid = e2e_process_pid(e, name);
+  cr_assert_gt(pid, 0, "no %s in %s", name, cl_path(&e->c, "pids"));
+  /* the same command line as up gave it, without an earlier --fault */
+  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+  static char cmd[8192];
+  size_t n = agent_cmdline(e, node, pid, cmd, sizeof(cmd));
+  FILE *f;
+  char *argv[64];
+  size_t a = 0;
+  for(size_t i = 0; i < n && a < 58; i += strlen(cmd + i) + 1) {
+    if(!strcmp(cmd + i, "--fault")) {
+      i += strlen(cmd + i) + 1;
+      continue;
+    }
+    argv[a++] = cmd + i;
+  }
+  cr_assert_gt(a, 1, "cannot read %s", path);
+  if(fault) {
+    argv[a++] = "--fault";
+    argv[a++] = (char *)fault;
+  }
+  argv[a] = NULL;
+  agent_endpoint(e, node, before, sizeof(before));
+  kill_and_wait(pid, SIGTERM);
+  char log[400];
+  snprintf(log, sizeof(log), "%s", cl_path(&e->c, name));
+  strncat(log, ".log", sizeof(log) - strlen(log) - 1);
+  pid_t c = fork();
+  cr_assert(c >= 0);
+  if(!c) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setsid();
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if(fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  f = fopen(cl_path(&e->c, "pids"), "a");
+  if(f) {
+    fprintf(f, "%s %ld\n", name, (long)c);
+    fclose(f);
+  }
+  /* serving once its new endpoint is published */
+  char now[160] = "";
+  for(int i = 0; i < 200; i++) {
+    agent_endpoint(e, node, now, sizeof(now));
+    if(now[0] && strcmp(now, before))
+      return;
+    e2e_sleep_ms(50);
+  }
+  cr_assert_fail("the node agent of %s did not come back (endpoint %s)", node, now);
 }
 
 void e2e_controller_start(struct e2e *e)

@@ -161,6 +161,13 @@ const char *e2e_phases_list(struct e2e_phases *p);
 
 /* The controller process: its pid, a SIGKILL, a fresh start with the same flags. */
 pid_t e2e_controller_pid(struct e2e *e);
+/* The last pid recorded for a process of the cluster (its name in DIR/pids), or 0. */
+pid_t e2e_process_pid(struct e2e *e, const char *process);
+/* Worker nodes: stops the node agent of node with sig and waits until it is gone. */
+void e2e_agent_stop(struct e2e *e, const char *node, int sig);
+/* Stops the node agent of node (if it runs) and starts it again with up's flags, plus --fault
+ * fault when not NULL; returns once its new endpoint is published. */
+void e2e_agent_restart(struct e2e *e, const char *node, const char *fault);
 void e2e_controller_kill(struct e2e *e);
 void e2e_controller_start(struct e2e *e);
 

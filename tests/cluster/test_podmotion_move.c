@@ -27,6 +27,7 @@
 #include "json.h"
 #include "kube/kube.h"
 #include "counter.h"
+#include "pmig_e2e.h"
 
 static struct e2e E;
 
@@ -39,51 +40,19 @@ TestSuite(podmotion_move, .fini = stop, .timeout = 240);
 
 static void start(void)
 {
-  e2e_start(&E, &(struct e2e_opts){ .no_database = true, .nodes = true });
-  E.gvr = &KUBE_POD_MIGRATIONS;
-  E.kind = "PodMigration";
+  pm_start(&E);
+}
+
+static int counter_named(const char *name, const char *probe_port)
+{
+  return pm_counter(&E, name, probe_port);
 }
 
 static void policy(const char *extra)
 {
-  e2e_apply(&E, "apiVersion: migration.podmotion.io/v1beta1\nkind: MigrationPolicy\n"
-                "metadata: {name: counters}\nspec:\n  podSelector: {matchLabels: {app: counter}}\n"
-                "  allowedModes: [PreCopy, StopAndCopy]\n%s", extra ? extra : "");
+  pm_policy(&E, extra);
 }
 
-/* A counter pod on node-a, labelled app=counter, with a readiness probe on probe_port (a JSON
- * value); the connected client. */
-static int counter_named(const char *name, const char *probe_port)
-{
-  cJSON *pod = jt_counter_pod(name, "node-a");
-  cr_assert_eq(json_set_str(pod, "metadata.namespace", "default"), GW_OK);
-  cr_assert_eq(json_set(pod, "metadata.labels", cJSON_Parse("{\"app\":\"counter\"}")), GW_OK);
-  cJSON *ctr = cJSON_GetArrayItem(json_get_mut(pod, "spec.containers"), 0);
-  cJSON_AddItemToObject(ctr, "ports", cJSON_Parse("[{\"name\":\"counter\",\"containerPort\":"
-                                                  "7000}]"));
-  char probe[128];
-  snprintf(probe, sizeof(probe), "{\"tcpSocket\":{\"port\":%s},\"periodSeconds\":1}", probe_port);
-  cJSON_AddItemToObject(ctr, "readinessProbe", cJSON_Parse(probe));
-  char *text = cJSON_Print(pod);
-  cJSON_Delete(pod);
-  e2e_apply(&E, "%s", text);
-  cJSON_free(text);
-  char *ip = NULL;
-  for(int i = 0; i < 100; i++) {
-    free(ip);
-    ip = NULL;
-    e2e_kubectl(&E, &ip, "get pod %s -o jsonpath='{.status.podIP}'", name);
-    if(ip && !strncmp(ip, "198.18.", 7))
-      break;
-    e2e_sleep_ms(100);
-  }
-  cr_assert(ip && !strncmp(ip, "198.18.", 7), "the counter has no pod address: %s", ip);
-  int fd = jt_counter_connect(ip);
-  free(ip);
-  return fd;
-}
-
-/* "counter", with the policy that lets it move */
 static int counter(const char *probe_port)
 {
   policy(NULL);
@@ -92,14 +61,12 @@ static int counter(const char *probe_port)
 
 static long counter_value(int fd, const char *req)
 {
-  return strtol(jt_counter_req(fd, req), NULL, 10);
+  return pm_value(fd, req);
 }
 
 static void move_pod(const char *name, const char *pod, const char *extra)
 {
-  e2e_apply(&E, "apiVersion: migration.podmotion.io/v1beta1\nkind: PodMigration\n"
-                "metadata: {name: %s}\nspec:\n  source: {podName: %s}\n"
-                "  destination: {nodeName: node-b}\n%s", name, pod, extra ? extra : "");
+  pm_move(&E, name, pod, extra);
 }
 
 static void move(const char *name, const char *extra)

@@ -10,12 +10,51 @@
 #include <unistd.h>
 
 #include "container.h"
+#include "digest.h"
 #include "json.h"
 #include "log.h"
 #include "nodeagent/criu.h"
 #include "nodeagent/restore.h"
 
-#define RESTORE_TIMEOUT_MS 60000L
+#define RESTORE_TIMEOUT_MS 30000L
+
+/* When the node agent recorded the checkpoint it received (received.json: every file's size and
+ * sha256), the container's files must still be those: a runtime restores only images whose
+ * digests it checked, as it would pull an image (and CRIU does not check: a short memory image
+ * makes its restorer spin). 0, or -1 with err naming the file. */
+static int check_images(const char *from, const char *ctr, char *err, size_t errlen)
+{
+  char path[PATH_MAX + 32];
+  jr_fmt(path, sizeof(path), "%s/received.json", from);
+  char *text = jr_read_file(path, 16u << 20, NULL);
+  cJSON *rec = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  if(!rec)
+    return 0; /* not from an agent: nothing recorded to check against */
+  size_t clen = strlen(ctr);
+  int bad = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, json_get(rec, "manifest"))
+  {
+    const char *p = json_get_str(it, "path"), *sha = json_get_str(it, "sha256");
+    if(!p || !sha || strncmp(p, ctr, clen) || p[clen] != '/')
+      continue;
+    jr_fmt(path, sizeof(path), "%s/%s", from, p);
+    size_t len = 0;
+    char *data = jr_read_file(path, (size_t)1 << 34, &len);
+    char dg[DIGEST_SHA256_LEN] = "";
+    if(!data || digest_sha256(data, len, dg) || strcmp(dg, sha)) {
+      jr_fmt(err, errlen, "checkpoint image %s does not match its digest %s (%s): refused "
+             "before criu reads it", p, sha, data ? dg : strerror(errno));
+      bad = -1;
+    }
+    free(data);
+    if(bad)
+      break;
+  }
+  cJSON_Delete(rec);
+  return bad;
+}
 
 const char *ctr_restore_dir(const struct pod_rt *p)
 {
@@ -45,6 +84,10 @@ gw_rc ctr_restore(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, const char 
     return GW_ENOTFOUND;
   }
   stdio[strcspn(stdio, "\n")] = 0;
+  if(check_images(ctr_restore_dir(p), c->name, err, errlen)) {
+    free(stdio);
+    return GW_EPARSE;
+  }
   const char *key = stdio;
   while(*key == '/')
     key++; /* criu names a file by its path without the leading slash */
