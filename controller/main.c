@@ -47,7 +47,7 @@ struct controller_config {
   long ptah_deadline, ptah_ttl, ptah_lock_wait, ptah_failure_interval, ptah_log_window;
   const char *ptah_protocol, *ptah_transport, *policy;
   /* the PodMigration controller */
-  const char *nodeagent_ca, *nodeagent_token_file;
+  const char *nodeagent_ca, *nodeagent_token_file, *pm_audit;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -132,6 +132,9 @@ static const struct cfg_opt options[] = {
   { "nodeagent-token-file", "GODWIT_NODEAGENT_TOKEN_FILE", CFG_STR, NULL, 0, 0,
     O(nodeagent_token_file), "the bearer token of the node agents' API; without it "
     "PodMigrations wait in Validating (NodeAgentUnavailable)" },
+  { "podmotion-audit-log", "GODWIT_PODMOTION_AUDIT_LOG", CFG_STR, NULL, 0, 0, O(pm_audit),
+    "append PodMotion's audit records (JSON lines: every action on a pod or a node) to this "
+    "file (default: the controller's log, message \"audit\")" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -247,7 +250,7 @@ static int run(const struct controller_config *c, const char *identity)
     .policy_file = c->policy,
   };
   char *agent_token = NULL;
-  struct pmig_opts pmo = { .ca_file = c->nodeagent_ca };
+  struct pmig_opts pmo = { .ca_file = c->nodeagent_ca, .audit_file = c->pm_audit };
   if(c->nodeagent_token_file) {
     agent_token = read_token(c->nodeagent_token_file);
     if(!agent_token) {

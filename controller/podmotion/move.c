@@ -156,6 +156,7 @@ static void retention(struct pmig *p, bool succeeded, bool force)
     if(!nodes[i])
       continue;
     gw_rc rc = call(p, nodes[i], NA_PATH_REMOVE, req, NULL, why, sizeof(why));
+    pmig_audit(p, "remove-checkpoint", nodes[i], NULL, !rc, "%s", rc ? why : "removed");
     if(rc) {
       ok = false;
       log_kv(LOG_WARN, "checkpoint not removed", "key", p->ctx->key, "node", nodes[i], "error",
@@ -187,6 +188,9 @@ static gw_rc step_rollback(struct pmig *p)
     struct kube_status st;
     kube_status_init(&st);
     gw_rc rc = kube_delete(p->ctx->kube, &KUBE_PODS, p->ns, dn, &o, NULL, &st);
+    pmig_audit(p, "delete-restored-pod", dst_node(p), dn, !rc || rc == GW_ENOTFOUND, "%s",
+               rc && rc != GW_ENOTFOUND ? (st.message[0] ? st.message : gw_strerror(rc))
+                                        : "deleted (it was shielded)");
     kube_status_release(&st);
     cJSON_Delete(dp);
     if(rc && rc != GW_ENOTFOUND && rc != GW_ECONFLICT)
@@ -200,6 +204,8 @@ static gw_rc step_rollback(struct pmig *p)
                  ? call(p, src_node(p), NA_PATH_RELEASE, req, NULL, why, sizeof(why))
                  : GW_OK; /* its containers ended: nothing of them is shielded any more */
     cJSON_Delete(req);
+    pmig_audit(p, "release", src_node(p), pod_name(p), !rc, "%s",
+               rc ? why : "link up, shield down: the source serves again");
     if(rc) { /* never none after a rollback: until the source serves again, keep trying */
       pmig_cond(p, "RollingBack", COND_TRUE, json_get_str(cond_find(p->obj, "RollingBack"),
                                                           "reason") ?: "Resuming",
@@ -222,6 +228,7 @@ static gw_rc step_rollback(struct pmig *p)
             pod_name(p));
   edit_set_now(&p->ed, "completionTime");
   retention(p, false, false);
+  pmig_observe_end(false, cancelled ? "Cancelled" : reason);
   pmig_phase(p, cancelled ? PG_CANCELLED : PG_FAILED, "rolled back: %s", was);
   return GW_OK;
 }
@@ -239,6 +246,8 @@ static gw_rc step_checkpoint(struct pmig *p, const cJSON *pod)
   }
   gw_rc rc = call(p, src_node(p), NA_PATH_CHECKPOINT, req, &out, why, sizeof(why));
   cJSON_Delete(req);
+  pmig_audit(p, "checkpoint", src_node(p), pod_name(p), !rc, "%s",
+             rc ? why : "shielded and dumped with --leave-running");
   if(rc) {
     pmig_cond(p, "Checkpointing", COND_FALSE, "CheckpointFailed", "%s", why);
     pmig_rollback(p, "CheckpointFailed", "the checkpoint of pod %s on node %s failed: %s",
@@ -277,6 +286,8 @@ static gw_rc step_transfer(struct pmig *p)
   cJSON *out = NULL;
   gw_rc rc = call(p, src_node(p), NA_PATH_SEND, req, &out, why, sizeof(why));
   cJSON_Delete(req);
+  pmig_audit(p, "transfer", src_node(p), pod_name(p), !rc, "%s%s", rc ? why : "to node ",
+             rc ? "" : dst_node(p));
   if(rc) {
     pmig_cond(p, "Transferring", COND_FALSE, "TransferFailed", "%s", why);
     pmig_rollback(p, "TransferFailed", "copying the checkpoint to node %s failed: %s",
@@ -284,6 +295,7 @@ static gw_rc step_transfer(struct pmig *p)
     return GW_OK;
   }
   double bytes = cJSON_GetNumberValue(cJSON_GetObjectItem(out, "bytes"));
+  pmig_observe_transfer((long long)bytes);
   double ms = cJSON_GetNumberValue(cJSON_GetObjectItem(out, "durationMs"));
   pmig_cond(p, "Transferring", COND_FALSE, "Done", "copied in %.0f ms", ms);
   pmig_cond(p, "TransferComplete", COND_TRUE, "Transferred", "%.0f bytes on node %s, checked "
@@ -374,6 +386,9 @@ static gw_rc step_restore(struct pmig *p, const cJSON *src)
     struct kube_status st;
     kube_status_init(&st);
     rc = kube_create(p->ctx->kube, &KUBE_PODS, p->ns, pod, false, NULL, &st);
+    pmig_audit(p, "create-restored-pod", dst_node(p), name, !rc || rc == GW_ECONFLICT, "%s",
+               rc && rc != GW_ECONFLICT ? (st.message[0] ? st.message : gw_strerror(rc))
+                                        : "restores the checkpoint, shielded");
     if(rc && rc != GW_ECONFLICT) {
       pmig_rollback(p, "RestoreFailed", "cannot create the restored pod %s on node %s: %s",
                     name, dst_node(p), st.message[0] ? st.message : gw_strerror(rc));
@@ -439,6 +454,7 @@ static gw_rc step_restore(struct pmig *p, const cJSON *src)
       char d[32];
       snprintf(d, sizeof(d), "%lldms", end - start);
       edit_set_str(&p->ed, "freezeDuration", d);
+      pmig_observe_freeze(end - start);
     }
   }
   cJSON_Delete(req);
@@ -574,6 +590,9 @@ static gw_rc step_verify(struct pmig *p, const cJSON *src)
       struct kube_status st;
       kube_status_init(&st);
       gw_rc rc = kube_delete(p->ctx->kube, &KUBE_PODS, p->ns, pod_name(p), &o, NULL, &st);
+      pmig_audit(p, "delete-source-pod", src_node(p), pod_name(p), !rc || rc == GW_ENOTFOUND,
+                 "%s", rc && rc != GW_ENOTFOUND ? (st.message[0] ? st.message : gw_strerror(rc))
+                                               : "after TrafficVerified=True was observed");
       kube_status_release(&st);
       if(rc && rc != GW_ENOTFOUND && rc != GW_ECONFLICT)
         return rc;
@@ -583,6 +602,7 @@ static gw_rc step_verify(struct pmig *p, const cJSON *src)
               src_node(p), dst_node(p), dn ? dn : "");
     edit_set_now(&p->ed, "completionTime");
     retention(p, true, false);
+    pmig_observe_end(true, NULL);
     pmig_phase(p, PG_COMPLETED, "pod %s serves from node %s", dn ? dn : "", dst_node(p));
     return GW_OK;
   }
@@ -598,6 +618,7 @@ static gw_rc step_verify(struct pmig *p, const cJSON *src)
     const cJSON *t = json_get(p->obj, "spec.verification.timeoutSeconds");
     long limit = cJSON_IsNumber(t) ? (long)t->valuedouble : 60;
     if(since && time(NULL) - since >= limit) {
+      pmig_audit(p, "probe", dst_node(p), dn, false, "%s probe: %s", mode_text(p), why);
       pmig_cond(p, "TrafficVerified", COND_FALSE, "VerificationTimeout", "the %s probe of pod "
                 "%s did not pass within %ld s: %s", mode_text(p), dn, limit, why);
       pmig_rollback(p, "VerificationTimeout", "the restored pod did not pass its %s probe "
@@ -615,10 +636,17 @@ static gw_rc step_verify(struct pmig *p, const cJSON *src)
   bool have_src = src && add_containers(sreq, src);
   bool have_dst = add_containers(dreq, dp);
   cJSON_Delete(dp);
-  if(have_src)
+  pmig_audit(p, "probe", dst_node(p), dn, true, "%s probe passed", mode_text(p));
+  if(have_src) {
     rc = call(p, src_node(p), NA_PATH_DETACH, sreq, NULL, why, sizeof(why));
-  if(!rc && have_dst)
+    pmig_audit(p, "detach", src_node(p), pod_name(p), !rc, "%s",
+               rc ? why : "the source's link is down: the address leaves it");
+  }
+  if(!rc && have_dst) {
     rc = call(p, dst_node(p), NA_PATH_ATTACH, dreq, NULL, why, sizeof(why));
+    pmig_audit(p, "attach", dst_node(p), dn, !rc, "%s",
+               rc ? why : "the restored copy's shield is down: it owns the TCP flows");
+  }
   cJSON_Delete(sreq);
   cJSON_Delete(dreq);
   if(rc || !have_dst) {

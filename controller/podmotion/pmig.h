@@ -52,7 +52,8 @@ struct pmig {
 /* How the controller reaches the node agents (--nodeagent-ca, --nodeagent-token-file). */
 struct pmig_opts {
   const char *ca_file;
-  const char *token; /* NULL: no agent API is called; migrations wait in Validating */
+  const char *token;      /* NULL: no agent API is called; migrations wait in Validating */
+  const char *audit_file; /* --podmotion-audit-log; NULL: audit lines go to the log */
 };
 extern struct pmig_opts pmig_opts;
 
@@ -67,6 +68,18 @@ void pmig_rollback(struct pmig *p, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* An ended migration: checkpoint retention, and the finalizer once it is being deleted. */
 gw_rc pmig_settle(struct pmig *p) GW_MUST_CHECK;
+
+/* audit.c: one JSON line per action on a pod or a node (checkpoint, transfer,
+ * create-restored-pod, probe, detach, attach, delete-source-pod, delete-restored-pod, release,
+ * remove-checkpoint). */
+void pmig_audit(struct pmig *p, const char *action, const char *node, const char *pod, bool ok,
+                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void pmig_observe_freeze(long long ms);
+void pmig_observe_transfer(long long bytes);
+/* A migration ended: moved, or rolled back for that reason. */
+void pmig_observe_end(bool completed, const char *rollback_reason);
+struct strbuf;
+gw_rc pmig_metrics(struct strbuf *sb) GW_MUST_CHECK;
 
 /* A condition, with an Event when a phase changes (PhaseTransition). */
 void pmig_cond(struct pmig *p, const char *type, const char *status, const char *reason,

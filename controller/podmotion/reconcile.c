@@ -168,8 +168,9 @@ static struct rec_result reconcile(struct rec_ctx *c)
 
 static gw_rc metrics(void *ctx, struct strbuf *sb)
 {
-  return metric_phase_gauge(sb, ctx, "godwit_podmigration_phase",
-                            "The PodMigration's phase: 1 for the current one.", &pmig_phases);
+  gw_rc rc = metric_phase_gauge(sb, ctx, "godwit_podmigration_phase",
+                                "The PodMigration's phase: 1 for the current one.", &pmig_phases);
+  return rc ? rc : pmig_metrics(sb);
 }
 
 /* ---- registration ---- */

@@ -744,6 +744,7 @@ void e2e_controller_start(struct e2e *e)
     if(!access(tok, R_OK)) {
       setenv("GODWIT_NODEAGENT_CA", ca, 1);
       setenv("GODWIT_NODEAGENT_TOKEN_FILE", tok, 1);
+      setenv("GODWIT_PODMOTION_AUDIT_LOG", cl_path(&e->c, "podmotion-audit.log"), 1);
     }
     execl(bin, bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file", port,
           "--bind", "127.0.0.1", "--log-level", "info", (char *)NULL);

@@ -16,6 +16,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,25 @@ static void order_stop(void)
   pthread_join(O.migs, NULL);
 }
 
+/* The actions of the audit log, in order, "action:result" joined by spaces (malloc'd). */
+static char *audit_actions(void)
+{
+  FILE *f = fopen(cl_path(&E.c, "podmotion-audit.log"), "r");
+  cr_assert(f, "no audit log");
+  char *out = calloc(1, 8192), line[4096];
+  while(fgets(line, sizeof(line), f)) {
+    cJSON *o = cJSON_Parse(line);
+    cr_assert(o, "an audit line is not JSON: %s", line);
+    cr_expect_str_eq(json_get_str(o, "migration"), "move");
+    size_t n = strlen(out);
+    snprintf(out + n, 8192 - n, "%s%s:%s", n ? " " : "", json_get_str(o, "action"),
+             json_get_str(o, "result"));
+    cJSON_Delete(o);
+  }
+  fclose(f);
+  return out;
+}
+
 static bool dir_empty(const char *path)
 {
   char cmd[600];
@@ -227,6 +247,18 @@ Test(podmotion_move, a_live_counter_moves_and_keeps_its_connection)
   cJSON_Delete(m);
   cr_expect(dir_empty(cl_path(&E.c, "nodes/node-a/checkpoints")), "node-a kept a checkpoint");
   cr_expect(dir_empty(cl_path(&E.c, "nodes/node-b/checkpoints")), "node-b kept a checkpoint");
+  /* the audit log: every action on a pod or a node, in order */
+  char *audit = audit_actions();
+  cr_expect_str_eq(audit, "checkpoint:success transfer:success create-restored-pod:success "
+                          "probe:success detach:success attach:success delete-source-pod:success "
+                          "remove-checkpoint:success remove-checkpoint:success");
+  free(audit);
+  /* the controller's metrics */
+  char *metrics = e2e_controller_metrics(&E);
+  cr_expect_eq(e2e_metric(metrics, "godwit_podmigration_completed_total"), 1, "%s", metrics);
+  cr_expect_eq(e2e_metric(metrics, "godwit_podmigration_freeze_seconds_count"), 1);
+  cr_expect_gt(e2e_metric(metrics, "godwit_podmigration_transfer_bytes_total"), 10000);
+  free(metrics);
   /* kubectl shows it */
   out = NULL;
   cr_expect_eq(e2e_kubectl(&E, &out, "get pmig move --no-headers"), 0);
@@ -264,6 +296,14 @@ Test(podmotion_move, a_copy_that_never_passes_its_probe_rolls_back)
   cr_expect(gone, "the restored copy %s was not deleted", dest);
   cr_expect(!json_get_bool(m, "status.checkpoint.removed", false));
   cr_expect(!dir_empty(cl_path(&E.c, "nodes/node-a/checkpoints")), "RetainOnFailure lost it");
+  char *audit = audit_actions();
+  cr_expect_str_eq(audit, "checkpoint:success transfer:success create-restored-pod:success "
+                          "probe:failure delete-restored-pod:success release:success");
+  free(audit);
+  char *metrics = e2e_controller_metrics(&E);
+  cr_expect_eq(e2e_metric(metrics, "godwit_podmigration_rollbacks_total{reason="
+                                   "\"VerificationTimeout\"}"), 1, "%s", metrics);
+  free(metrics);
   cJSON_Delete(m);
   /* the PodMigration deleted: its checkpoints go with it */
   out = NULL;
