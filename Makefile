@@ -57,7 +57,7 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner $(BUILD)/godwit-nodeagent
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
-        bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan fuzz demo demo-ptah \
+        bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan fuzz demo demo-ptah demo-podmotion \
         demo-webhook certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
@@ -213,7 +213,7 @@ test-asan: deps
 # sides, the refused apply); its output goes to $(BUILD)/demo.log, shown when it fails. The Ptah
 # demo likewise (Ready, the uncertain run settled by alice's acknowledgment, each version once),
 # into $(BUILD)/ptah-demo.log.
-test-demo: all
+test-demo: all $(BUILD)/tests/criu-counter
 	@tests/demo/migration-demo.sh $(BUILD) >$(BUILD)/demo.log 2>&1 || \
 	  { tail -n 60 $(BUILD)/demo.log; echo "make test-demo: the demo failed (whole log: $(BUILD)/demo.log)"; exit 1; }
 	@echo "the demo ran (its output: $(BUILD)/demo.log)"
@@ -221,6 +221,9 @@ test-demo: all
 	@tests/demo/ptah-demo.sh $(BUILD) >$(BUILD)/ptah-demo.log 2>&1 || \
 	  { tail -n 60 $(BUILD)/ptah-demo.log; echo "make test-demo: the Ptah demo failed (whole log: $(BUILD)/ptah-demo.log)"; exit 1; }
 	@echo "the Ptah demo ran (its output: $(BUILD)/ptah-demo.log)"
+	@tests/demo/podmotion-demo.sh $(BUILD) >$(BUILD)/podmotion-demo.log 2>&1 || \
+	  { tail -n 60 $(BUILD)/podmotion-demo.log; echo "make test-demo: the PodMotion demo failed (whole log: $(BUILD)/podmotion-demo.log)"; exit 1; }
+	@echo "the PodMotion demo ran (its output: $(BUILD)/podmotion-demo.log)"
 
 # The alerts of manifests/monitoring/prometheusrule.yaml, with promtool, and the kustomize
 # component they ship in, with kubectl kustomize (tests/monitoring).
@@ -331,6 +334,12 @@ demo: deps
 demo-ptah: deps
 	$(MAKE) all
 	tests/demo/ptah-demo.sh $(BUILD)
+
+# A counter that keeps counting on one TCP connection while its pod moves from node to node
+# (CRIU, the node agents, the controller) on the local cluster's worker nodes.
+demo-podmotion: deps
+	$(MAKE) all $(BUILD)/tests/criu-counter
+	tests/demo/podmotion-demo.sh $(BUILD)
 
 # The webhook alone: every sample defaulted, admitted or refused over HTTPS.
 demo-webhook: deps

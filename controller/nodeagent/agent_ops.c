@@ -346,7 +346,7 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
     struct criu_opts o = { .criu = a->criu, .pid = (pid_t)c[i].pid, .images_dir = cdir,
                            .verbosity = 4, .netns = c[i].netns, .network_lock = "nftables",
                            .tcp_established = true, .leave_running = true,
-                           .timeout_ms = DUMP_TIMEOUT_MS };
+                           .skip_in_flight = true, .timeout_ms = DUMP_TIMEOUT_MS };
     struct criu_result r;
     gw_rc rc = agent_fault(a, "checkpoint") ? GW_EIO : criu_dump(&o, &r);
     if(rc && agent_fault(a, "checkpoint")) {

@@ -325,6 +325,8 @@ gw_rc criu_dump(const struct criu_opts *o, struct criu_result *res)
   add(&a, a.pid);
   if(o->leave_running)
     add(&a, "--leave-running");
+  if(o->skip_in_flight)
+    add(&a, "--skip-in-flight");
   if(o->network_lock) {
     add(&a, "--network-lock");
     add(&a, o->network_lock);

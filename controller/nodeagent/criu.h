@@ -54,6 +54,8 @@ struct criu_opts {
                              * A restore uses the dump's method (criu ignores the option). */
   bool tcp_established;     /* --tcp-established: checkpoint established connections */
   bool leave_running;       /* dump: --leave-running (a rollback is then a no-op) */
+  bool skip_in_flight;      /* dump: --skip-in-flight: connections still in a listening
+                             * socket's accept queue are left out (else the dump fails) */
   bool shell_job;           /* --shell-job: the session leader or tty is outside the tree */
   bool ext_unix_sk;         /* --ext-unix-sk: unix sockets connected outside the tree */
   int inherit_fd;           /* restore, when > 0: this descriptor of ours replaces the file */

@@ -331,7 +331,12 @@ static cJSON *restored_pod(struct pmig *p, const cJSON *src, const char *name, c
     cJSON_Delete(ann);
     ann = cJSON_CreateObject();
   }
-  cJSON_DeleteItemFromObjectCaseSensitive(ann, "kubectl.kubernetes.io/last-applied-configuration");
+  /* a pod restored before carries the annotations of its own restore: replaced, not added */
+  static const char *const ours[] = { "kubectl.kubernetes.io/last-applied-configuration",
+                                      RESTORE_FROM_ANNOTATION, RESTORE_IP_ANNOTATION,
+                                      RESTORE_MAC_ANNOTATION };
+  for(size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, ours[i]);
   cJSON_AddStringToObject(ann, RESTORE_FROM_ANNOTATION, dir);
   cJSON_AddStringToObject(ann, RESTORE_IP_ANNOTATION, ip);
   cJSON_AddStringToObject(ann, RESTORE_MAC_ANNOTATION, mac);
@@ -422,6 +427,8 @@ static gw_rc step_restore(struct pmig *p, const cJSON *src)
   cJSON_ArrayForEach(cs, json_get(dp, "status.containerStatuses"))
   {
     const cJSON *term = json_get(cs, "state.terminated");
+    if(!term) /* a container that ended and started again runs its command, not the checkpoint */
+      term = json_get(cs, "lastState.terminated");
     if(term) {
       pmig_rollback(p, "RestoreFailed", "the restore on node %s failed: %s (%s)", dst_node(p),
                     json_get_str(term, "message") ? json_get_str(term, "message") : "",
@@ -446,8 +453,41 @@ static gw_rc step_restore(struct pmig *p, const cJSON *src)
   /* the freeze: from the dump's start to the restored tree running */
   cJSON *req = request(p);
   cJSON *dst_state = NULL, *src_state = NULL;
-  if(!call(p, dst_node(p), NA_PATH_STATE, req, &dst_state, why, sizeof(why)) &&
-     !call(p, src_node(p), NA_PATH_STATE, req, &src_state, why, sizeof(why))) {
+  gw_rc src_rc = GW_OK, dst_rc = call(p, dst_node(p), NA_PATH_STATE, req, &dst_state, why,
+                                       sizeof(why));
+  char unrestored[160] = "";
+  if(dst_rc) { /* whether it was restored is the destination agent's to say: ask again */
+    pmig_cond(p, "Restoring", COND_TRUE, "InProgress", "pod %s runs; asking node %s's agent "
+              "whether it was restored: %s", dn, dst_node(p), why);
+    cJSON_Delete(req);
+    edit_requeue(&p->ed, 2000);
+    return GW_OK;
+  }
+  { /* every container runs the process its restore started, none a fresh one */
+    cJSON *dp2 = dest_pod(p);
+    const cJSON *c2;
+    cJSON_ArrayForEach(c2, json_get(dp2, "status.containerStatuses"))
+    {
+      const char *cn = json_get_str(c2, "name"), *id = json_get_str(c2, "containerID");
+      const cJSON *r = cJSON_GetObjectItemCaseSensitive(json_get(dst_state, "restored"),
+                                                        cn ? cn : "");
+      const char *dash = id ? strrchr(id, '-') : NULL;
+      long pid = dash ? strtol(dash + 1, NULL, 10) : -1;
+      if(!r || (long)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "pid")) != pid)
+        snprintf(unrestored, sizeof(unrestored), "%s", cn ? cn : "?");
+    }
+    cJSON_Delete(dp2);
+  }
+  if(unrestored[0]) {
+    cJSON_Delete(req);
+    cJSON_Delete(dst_state);
+    pmig_rollback(p, "RestoreFailed", "container %s of pod %s on node %s does not run the "
+                  "restored process (the runtime started it afresh)", unrestored, dn, dst_node(p));
+    return GW_OK;
+  }
+  if(!dst_rc)
+    src_rc = call(p, src_node(p), NA_PATH_STATE, req, &src_state, why, sizeof(why));
+  if(!dst_rc && !src_rc) {
     long long start = (long long)cJSON_GetNumberValue(json_get(src_state, "checkpoint.startedAtMs"));
     long long end = max_restored_at(dst_state);
     if(start > 0 && end >= start) {

@@ -358,3 +358,36 @@ Test(podmotion_move, a_policys_max_concurrent_holds_a_migration_until_one_ends)
   close(first);
   close(second);
 }
+
+/* A restored pod moves again (its annotations replaced, its working directory still there, a
+ * probe's connection left in its accept queue), and a restored copy that cold-started instead
+ * would never pass for one: the client counts on through both moves. */
+Test(podmotion_move, a_restored_pod_moves_again)
+{
+  start();
+  int fd = counter("\"counter\"");
+  cr_assert_eq(counter_value(fd, "inc"), 1);
+  move("to-b", NULL);
+  cr_assert(e2e_wait_cond(&E, "to-b", "Complete", "True", NULL, 60000), "%s",
+            e2e_describe(&E, "to-b"));
+  cr_assert_eq(counter_value(fd, "inc"), 2);
+  cJSON *m = e2e_get(&E, "to-b");
+  char b[254];
+  snprintf(b, sizeof(b), "%s", json_get_str(m, "status.destinationPodName"));
+  cJSON_Delete(m);
+  e2e_apply(&E, "apiVersion: migration.podmotion.io/v1beta1\nkind: PodMigration\n"
+                "metadata: {name: to-c}\nspec:\n  source: {podName: %s}\n"
+                "  destination: {nodeName: node-c}\n", b);
+  cr_assert(e2e_wait_cond(&E, "to-c", "Complete", "True", NULL, 60000), "%s",
+            e2e_describe(&E, "to-c"));
+  cr_expect_eq(counter_value(fd, "inc"), 3, "the twice-moved counter lost its count");
+  m = e2e_get(&E, "to-c");
+  const char *c = json_get_str(m, "status.destinationPodName");
+  char *out = NULL;
+  e2e_kubectl(&E, &out, "get pod %s -o jsonpath='{.spec.nodeName} {.status.containerStatuses[0]"
+                        ".restartCount}'", c ? c : "");
+  cr_expect_str_eq(out, "node-c 0", "the copy on node-c was not the restored process");
+  free(out);
+  cJSON_Delete(m);
+  close(fd);
+}

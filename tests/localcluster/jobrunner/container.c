@@ -229,7 +229,14 @@ void ctr_start(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, size_t index)
      * parasite mounts a private /proc in the working directory of the tree it dumps, and two
      * trees dumped at once must not share one (docs/dev/podmotion-runtime.md). */
     bool sandboxed = p->sb.n != 0;
-    const char *dflt = sandboxed ? dir : jr->workdir;
+    /* ...and one that outlives the Pod (DIR/workdirs/UID/NAME, removed with the cluster): a copy
+     * restored elsewhere keeps the working directory it was dumped in, as a container keeps its
+     * root filesystem, and must be able to be checkpointed there again */
+    char wdir[PATH_MAX];
+    jr_fmt(wdir, sizeof(wdir), "%s/workdirs/%s/%s", jr->dir, p->uid, c->name);
+    if(sandboxed && jr_mkdirs(wdir, 0755))
+      jr_fmt(wdir, sizeof(wdir), "%s", dir);
+    const char *dflt = sandboxed ? wdir : jr->workdir;
     struct proc_spec ps = { .argv = argv, .envp = env, .workdir = wd && *wd ? wd : dflt,
                             .workdir_first = !(wd && *wd), .log_path = log, .mounts = mounts,
                             .nmounts = nm, .netns = sandboxed ? p->sb.netns_path : NULL,
