@@ -48,7 +48,7 @@ COPY --from=build /src/build/godwit-webhook /src/build/godwit-controller \
 # docs/dev/podmotion-runtime.md). The agent runs as root in its own privileged DaemonSet.
 COPY tests/criu/install.sh /tmp/criu-install.sh
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf nftables \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf nftables iproute2 \
  && GODWIT_CRIU_CHECK=0 sh /tmp/criu-install.sh /opt/godwit/criu \
  && rm -rf /var/lib/apt/lists/* /tmp/criu-install.sh
 # The manifests run as 65532 too (runAsNonRoot needs a numeric user to check).

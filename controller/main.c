@@ -253,10 +253,9 @@ static int run(const struct controller_config *c, const char *identity)
   struct pmig_opts pmo = { .ca_file = c->nodeagent_ca, .audit_file = c->pm_audit };
   if(c->nodeagent_token_file) {
     agent_token = read_token(c->nodeagent_token_file);
-    if(!agent_token) {
-      log_kv(LOG_ERROR, "cannot read a token", "file", c->nodeagent_token_file, LOG_END);
-      code = 1;
-    }
+    if(!agent_token) /* the Secret is optional: PodMigrations wait, saying so */
+      log_kv(LOG_WARN, "no node agent token: PodMigrations wait in Validating",
+             "file", c->nodeagent_token_file, LOG_END);
     pmo.token = agent_token;
   }
   if(!code && (mgr_new(&m, &mo) || migration_register_opts(m, &mig, NULL) ||

@@ -153,10 +153,16 @@ static bool mig_dir(const struct agent *a, const cJSON *req, char *dir, size_t l
   return true;
 }
 
-/* Takes the migration's lock (created with its directory, 0700); -1 with *f on failure. */
-static int lock_dir(const char *dir, struct na_fail *f)
+/* Takes the migration's lock (created with its directory, 0700, when create; else a missing
+ * directory is 404 CheckpointNotFound); -1 with *f on failure. */
+static int lock_dir(const struct agent *a, const char *dir, bool create, struct na_fail *f)
 {
-  if(mkdir(dir, 0700) && errno != EEXIST) {
+  struct stat st;
+  if(!create && stat(dir, &st)) {
+    fail(f, 404, "CheckpointNotFound", "node %s holds no checkpoint in %s", a->node, dir);
+    return -1;
+  }
+  if(create && mkdir(dir, 0700) && errno != EEXIST) {
     fail(f, 500, "InternalError", "cannot create %s: %s", dir, strerror(errno));
     return -1;
   }
@@ -178,6 +184,13 @@ static void unlock_dir(int fd)
     close(fd); /* releases the flock */
 }
 
+/* A failed checkpoint: its directory goes (lock file included), then the lock. */
+static void rmdir_lock(const char *dir, int fd)
+{
+  rmtree(dir);
+  unlock_dir(fd);
+}
+
 /* A file name part: letters, digits, '.', '_' and '-', not "." or "..". */
 static bool safe_part(const char *s, size_t n)
 {
@@ -197,8 +210,16 @@ struct ctr {
   char netns[48];
 };
 
+/* Whether two namespace files name the same namespace. */
+static bool same_ns(const char *x, const char *y)
+{
+  struct stat a, b;
+  return !stat(x, &a) && !stat(y, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* The containers of the request ([{name, containerID}]); false with *f. */
-static bool resolve(const cJSON *req, struct ctr *c, size_t *n, struct na_fail *f)
+static bool resolve(const struct agent *a, const cJSON *req, struct ctr *c, size_t *n,
+                    struct na_fail *f)
 {
   *n = 0;
   const cJSON *it;
@@ -225,7 +246,13 @@ static bool resolve(const cJSON *req, struct ctr *c, size_t *n, struct na_fail *
     snprintf(x->netns, sizeof(x->netns), "/proc/%ld/ns/net", pid);
     if(pid <= 1 || access(x->netns, F_OK)) {
       fail(f, 404, "ContainerNotFound", "container %s (process %ld) does not run on node %s",
-           name, pid, "here");
+           name, pid, a->node);
+      return false;
+    }
+    /* never the node's own network: the shield would cut the node off */
+    if(same_ns(x->netns, "/proc/self/ns/net") || same_ns(x->netns, "/proc/1/ns/net")) {
+      fail(f, 422, "NoPodNetwork", "container %s runs in node %s's own network namespace "
+           "(hostNetwork): it has no address of its own to move", name, a->node);
       return false;
     }
   }
@@ -249,8 +276,10 @@ static gw_rc file_digest(const char *path, size_t max, char out[DIGEST_SHA256_LE
   return rc;
 }
 
-/* [{path: CTR/FILE, size, sha256}] of every regular file in dir's container directories. */
-static cJSON *manifest(const struct agent *a, const char *dir)
+/* [{path: CTR/FILE, size, sha256}] of every regular file in dir's container directories. With
+ * f, a file that cannot be read whole (above --max-file-mib) fails it (NULL): a checkpoint is
+ * never sent without one of its files. */
+static cJSON *manifest(const struct agent *a, const char *dir, struct na_fail *f)
 {
   cJSON *m = cJSON_CreateArray();
   DIR *d = opendir(dir);
@@ -271,10 +300,19 @@ static cJSON *manifest(const struct agent *a, const char *dir)
         continue;
       char dg[DIGEST_SHA256_LEN];
       size_t size = 0;
-      if(file_digest(path, a->max_file_bytes, dg, &size))
-        continue;
+      if(file_digest(path, a->max_file_bytes, dg, &size)) {
+        if(!f)
+          continue;
+        fail(f, 413, "CheckpointTooLarge", "%s is %lld bytes, above this agent's limit of %zu "
+             "(--max-file-mib)", path, (long long)st.st_size, a->max_file_bytes);
+        if(cd)
+          closedir(cd);
+        closedir(d);
+        cJSON_Delete(m);
+        return NULL;
+      }
       cJSON *o = cJSON_CreateObject();
-      char rel[300];
+      char rel[520];
       snprintf(rel, sizeof(rel), "%s/%s", e->d_name, fe->d_name);
       cJSON_AddStringToObject(o, "path", rel);
       cJSON_AddNumberToObject(o, "size", (double)size);
@@ -306,7 +344,15 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
   size_t n = 0;
   if(!mig_dir(a, req, dir, sizeof(dir), NULL, f))
     return NULL;
-  int lk = lock_dir(dir, f);
+  /* what can be refused is refused before anything is made */
+  if(!resolve(a, req, c, &n, f))
+    return NULL;
+  char ip[32] = "", mac[32] = "", err[1024] = "";
+  if(na_link_addr(c[0].netns, "eth0", mac, sizeof(mac), ip, sizeof(ip), err, sizeof(err))) {
+    fail(f, 422, "NoPodNetwork", "the pod has no eth0 to move: %s", err);
+    return NULL;
+  }
+  int lk = lock_dir(a, dir, true, f);
   if(lk < 0)
     return NULL;
   snprintf(path, sizeof(path), "%s/" NA_CHECKPOINT_JSON, dir);
@@ -315,22 +361,12 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
     unlock_dir(lk);
     return done;
   }
-  if(!resolve(req, c, &n, f)) {
-    unlock_dir(lk);
-    return NULL;
-  }
-  char ip[32] = "", mac[32] = "", err[1024] = "";
-  if(na_link_addr(c[0].netns, "eth0", mac, sizeof(mac), ip, sizeof(ip), err, sizeof(err))) {
-    fail(f, 422, "NoPodNetwork", "the pod has no eth0 to move: %s", err);
-    unlock_dir(lk);
-    return NULL;
-  }
   long long started = wall_ms();
   long t0 = mono_ms();
   /* From here nothing reaches the source's sockets: the checkpoint stays the truth */
   if(na_shield_raise(c[0].netns, false, err, sizeof(err))) {
     fail(f, 500, "ShieldFailed", "cannot shield the pod before its checkpoint: %s", err);
-    unlock_dir(lk);
+    rmdir_lock(dir, lk);
     return NULL;
   }
   cJSON *out = cJSON_CreateObject();
@@ -390,12 +426,27 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
     }
     cJSON_Delete(out);
     cJSON_Delete(ctrs);
-    unlock_dir(lk);
+    rmdir_lock(dir, lk);
     atomic_fetch_add(&a->checkpoints_failed, 1);
     return NULL;
   }
   long elapsed = mono_ms() - t0;
-  cJSON *m = manifest(a, dir);
+  cJSON *m = manifest(a, dir, f);
+  if(!m) { /* a file too large to send: the source serves again, nothing is kept */
+    char e2[512];
+    if(na_shield_lower(c[0].netns, e2, sizeof(e2)))
+      log_kv(LOG_ERROR, "the shield of a pod whose checkpoint failed stays up", "netns",
+             c[0].netns, "error", e2, LOG_END);
+    for(size_t i = 0; i < n; i++) {
+      char cdir[DIR_MAX + 80];
+      snprintf(cdir, sizeof(cdir), "%s/%.63s", dir, c[i].name);
+      rmtree(cdir);
+    }
+    rmdir_lock(dir, lk);
+    cJSON_Delete(out);
+    atomic_fetch_add(&a->checkpoints_failed, 1);
+    return NULL;
+  }
   snprintf(path, sizeof(path), "%s/" NA_MANIFEST_JSON, dir);
   cJSON_AddNumberToObject(out, "startedAtMs", (double)started);
   cJSON_AddNumberToObject(out, "durationMs", (double)elapsed);
@@ -446,7 +497,7 @@ cJSON *agent_send(struct agent *a, const cJSON *req, struct na_fail *f)
     fail(f, 400, "BadRequest", "\"to.endpoint\" is required");
     return NULL;
   }
-  int lk = lock_dir(dir, f);
+  int lk = lock_dir(a, dir, false, f);
   if(lk < 0)
     return NULL;
   snprintf(path, sizeof(path), "%s/" NA_MANIFEST_JSON, dir);
@@ -547,7 +598,7 @@ cJSON *agent_put_file(struct agent *a, const char *name, const char *file, const
   }
   char dir[DIR_MAX], path[PATH_LEN];
   snprintf(dir, sizeof(dir), "%s/%s", a->root, name);
-  int lk = lock_dir(dir, f);
+  int lk = lock_dir(a, dir, true, f);
   if(lk < 0)
     return NULL;
   snprintf(path, sizeof(path), "%s/" NA_RECEIVED_JSON, dir);
@@ -588,7 +639,7 @@ cJSON *agent_received(struct agent *a, const cJSON *req, struct na_fail *f)
     fail(f, 400, "BadRequest", "\"manifest\" must list the checkpoint's files");
     return NULL;
   }
-  int lk = lock_dir(dir, f);
+  int lk = lock_dir(a, dir, true, f);
   if(lk < 0)
     return NULL;
   cJSON *missing = cJSON_CreateArray();
@@ -659,7 +710,9 @@ cJSON *agent_state(struct agent *a, const cJSON *req, struct na_fail *f)
   cJSON_AddBoolToObject(rc, "complete", done != NULL);
   cJSON_Delete(done);
   struct stat st;
-  cJSON *files = !stat(dir, &st) ? manifest(a, dir) : cJSON_CreateArray();
+  cJSON *files = !stat(dir, &st) ? manifest(a, dir, NULL) : cJSON_CreateArray();
+  if(!files)
+    files = cJSON_CreateArray();
   cJSON *restored = cJSON_AddObjectToObject(out, "restored");
   const cJSON *it;
   cJSON_ArrayForEach(it, files)
@@ -684,7 +737,7 @@ static cJSON *net_op(struct agent *a, const cJSON *req, struct na_fail *f, int w
 {
   struct ctr c[CTR_MAX];
   size_t n = 0;
-  if(!resolve(req, c, &n, f))
+  if(!resolve(a, req, c, &n, f))
     return NULL;
   char err[1024] = "";
   gw_rc rc = GW_OK;
@@ -731,7 +784,7 @@ cJSON *agent_probe(struct agent *a, const cJSON *req, struct na_fail *f)
 {
   struct ctr c[CTR_MAX];
   size_t n = 0;
-  if(!resolve(req, c, &n, f))
+  if(!resolve(a, req, c, &n, f))
     return NULL;
   const char *scheme = json_get_str(req, "scheme");
   const cJSON *port = json_get(req, "port"), *tmo = json_get(req, "timeoutMs");
