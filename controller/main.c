@@ -48,6 +48,7 @@ struct controller_config {
   const char *ptah_protocol, *ptah_transport, *policy;
   /* the PodMigration controller */
   const char *nodeagent_ca, *nodeagent_token_file, *pm_audit;
+  long pm_janitor, pm_orphan_age;
 };
 
 #define O(f) offsetof(struct controller_config, f)
@@ -132,6 +133,11 @@ static const struct cfg_opt options[] = {
   { "nodeagent-token-file", "GODWIT_NODEAGENT_TOKEN_FILE", CFG_STR, NULL, 0, 0,
     O(nodeagent_token_file), "the bearer token of the node agents' API; without it "
     "PodMigrations wait in Validating (NodeAgentUnavailable)" },
+  { "podmotion-janitor-interval-s", "GODWIT_PODMOTION_JANITOR_INTERVAL_S", CFG_INT, "600", 0,
+    86400, O(pm_janitor), "how often the node agents' checkpoints that no PodMigration owns "
+    "are looked for and removed (0: never)" },
+  { "podmotion-orphan-age-s", "GODWIT_PODMOTION_ORPHAN_AGE_S", CFG_INT, "600", 1, 604800,
+    O(pm_orphan_age), "a checkpoint directory younger than this is never taken for an orphan" },
   { "podmotion-audit-log", "GODWIT_PODMOTION_AUDIT_LOG", CFG_STR, NULL, 0, 0, O(pm_audit),
     "append PodMotion's audit records (JSON lines: every action on a pod or a node) to this "
     "file (default: the controller's log, message \"audit\")" },
@@ -250,7 +256,9 @@ static int run(const struct controller_config *c, const char *identity)
     .policy_file = c->policy,
   };
   char *agent_token = NULL;
-  struct pmig_opts pmo = { .ca_file = c->nodeagent_ca, .audit_file = c->pm_audit };
+  struct pmig_opts pmo = { .ca_file = c->nodeagent_ca, .audit_file = c->pm_audit,
+                           .janitor_interval_ms = c->pm_janitor * 1000,
+                           .janitor_min_age_ms = c->pm_orphan_age * 1000 };
   if(c->nodeagent_token_file) {
     agent_token = read_token(c->nodeagent_token_file);
     if(!agent_token) /* the Secret is optional: PodMigrations wait, saying so */

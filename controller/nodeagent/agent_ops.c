@@ -361,6 +361,8 @@ cJSON *agent_checkpoint(struct agent *a, const cJSON *req, struct na_fail *f)
     unlock_dir(lk);
     return done;
   }
+  if(agent_fault(a, "slow-checkpoint"))
+    sleep(3); /* tests: a cancel arrives while the controller waits for this call */
   long long started = wall_ms();
   long t0 = mono_ms();
   /* From here nothing reaches the source's sockets: the checkpoint stays the truth */
@@ -507,6 +509,8 @@ cJSON *agent_send(struct agent *a, const cJSON *req, struct na_fail *f)
     unlock_dir(lk);
     return NULL;
   }
+  if(agent_fault(a, "slow-send"))
+    sleep(3); /* tests: a cancel arrives while the controller waits for this call */
   struct na_target t = { .endpoint = to, .ca_file = a->peer_ca, .token = a->token,
                          .timeout_ms = 120000 };
   cJSON *body = cJSON_CreateObject();

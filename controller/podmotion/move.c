@@ -744,3 +744,87 @@ gw_rc pmig_settle(struct pmig *p)
     return GW_OK; /* retried: the finalizer stays until the nodes let go */
   return obj_finalizer(p->ctx, &KUBE_POD_MIGRATIONS, p->obj, PG_FINALIZER, false);
 }
+
+/* ---- the janitor: checkpoints no PodMigration owns any more ---- */
+struct jan {
+  struct pmig *p;
+  struct informer *migs;
+  long removed;
+};
+
+/* Whether a PodMigration NS/NAME with a uid starting UID8 exists. */
+static bool owned(struct informer *migs, const char *dirname)
+{
+  char ns[64], name[96], u8[16];
+  if(sscanf(dirname, "%63[^_]_%95[^_]_%15s", ns, name, u8) != 3)
+    return false;
+  char key[200];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  cJSON *m = informer_get(migs, key);
+  const char *uid = json_get_str(m, "metadata.uid");
+  char mine[16] = "";
+  size_t k = 0;
+  for(const char *c = uid ? uid : ""; *c && k < 8; c++)
+    if(*c != '-')
+      mine[k++] = *c;
+  mine[k] = 0;
+  bool ok = m && !strcmp(mine, u8);
+  cJSON_Delete(m);
+  return ok;
+}
+
+static void sweep_node(void *ctx, const char *key, const cJSON *node)
+{
+  (void)key;
+  struct jan *j = ctx;
+  const char *name = json_get_str(node, "metadata.name");
+  struct na_target t;
+  char ep[160], why[1024];
+  if(!name || !pmig_agent_target(j->p, name, &t, ep, sizeof(ep), why, sizeof(why)))
+    return;
+  cJSON *list = NULL;
+  int code = 0;
+  if(na_post(&t, NA_PATH_LIST, NULL, &list, &code, why, sizeof(why))) {
+    log_kv(LOG_DEBUG, "janitor: no list", "node", name, "error", why, LOG_END);
+    return;
+  }
+  long long now = (long long)time(NULL) * 1000;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, json_get(list, "checkpoints"))
+  {
+    const char *dir = json_get_str(it, "name");
+    double at = cJSON_GetNumberValue(cJSON_GetObjectItem(it, "modifiedAtMs"));
+    /* a migration's directory appears before its status names it: leave young ones alone */
+    if(!dir || owned(j->migs, dir) || now - (long long)at < pmig_opts.janitor_min_age_ms)
+      continue;
+    char ns[64], mname[96], u8[16];
+    if(sscanf(dir, "%63[^_]_%95[^_]_%15s", ns, mname, u8) != 3)
+      continue;
+    cJSON *req = cJSON_CreateObject();
+    cJSON *m = cJSON_AddObjectToObject(req, "migration");
+    cJSON_AddStringToObject(m, "namespace", ns);
+    cJSON_AddStringToObject(m, "name", mname);
+    cJSON_AddStringToObject(m, "uid", u8);
+    gw_rc rc = na_post(&t, NA_PATH_REMOVE, req, NULL, &code, why, sizeof(why));
+    cJSON_Delete(req);
+    log_kv(rc ? LOG_WARN : LOG_INFO, "janitor: orphaned checkpoint", "node", name, "dir", dir,
+           "result", rc ? why : "removed", LOG_END);
+    if(!rc)
+      j->removed++;
+  }
+  cJSON_Delete(list);
+}
+
+long pmig_janitor(struct rec_ctx *c)
+{
+  struct pmig p;
+  memset(&p, 0, sizeof(p));
+  p.ctx = c;
+  p.ns = "";
+  p.name = "";
+  struct jan j = { &p, c->cache, 0 };
+  struct informer *nodes = mgr_cache(c->mgr, &KUBE_NODES);
+  if(nodes && pmig_opts.token)
+    informer_each(nodes, NULL, sweep_node, &j);
+  return j.removed;
+}

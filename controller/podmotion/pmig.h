@@ -54,7 +54,15 @@ struct pmig_opts {
   const char *ca_file;
   const char *token;      /* NULL: no agent API is called; migrations wait in Validating */
   const char *audit_file; /* --podmotion-audit-log; NULL: audit lines go to the log */
+  long janitor_interval_ms; /* how often orphaned checkpoints are looked for (0: never) */
+  long janitor_min_age_ms;  /* a checkpoint younger than this is never an orphan */
 };
+
+/* The janitor's work-queue key (no PodMigration has a name with '#'). */
+#define PG_JANITOR_KEY "#janitor"
+/* Removes, from every node agent, the checkpoint directories no PodMigration (namespace, name
+ * and uid) owns and that are older than janitor_min_age_ms; how many. */
+long pmig_janitor(struct rec_ctx *c);
 extern struct pmig_opts pmig_opts;
 
 struct na_target;

@@ -137,6 +137,11 @@ static void enqueue_waiting(void *ctx, const char *key, const cJSON *obj)
 
 static struct rec_result reconcile(struct rec_ctx *c)
 {
+  if(!strcmp(c->key, PG_JANITOR_KEY)) {
+    pmig_janitor(c);
+    return pmig_opts.janitor_interval_ms > 0 ? rec_requeue_after(pmig_opts.janitor_interval_ms)
+                                             : rec_done();
+  }
   cJSON *obj = rec_get(c);
   if(!obj)
     return rec_done();
@@ -213,5 +218,7 @@ gw_rc podmotion_register(struct mgr *m, const struct pmig_opts *o)
     rc = ctrl_watch(ctl, &KUBE_MIGRATION_POLICIES, map_related, migs);
   if(!rc)
     rc = mgr_add_metrics(m, metrics, migs);
+  if(!rc && pmig_opts.token && pmig_opts.janitor_interval_ms > 0)
+    ctrl_enqueue_after(ctl, PG_JANITOR_KEY, pmig_opts.janitor_interval_ms);
   return rc;
 }

@@ -11,6 +11,9 @@
 
 void pm_start(struct e2e *e)
 {
+  /* the controller's janitor looks every second, for checkpoints older than two */
+  setenv("GODWIT_PODMOTION_JANITOR_INTERVAL_S", "1", 1);
+  setenv("GODWIT_PODMOTION_ORPHAN_AGE_S", "2", 1);
   e2e_start(e, &(struct e2e_opts){ .no_database = true, .nodes = true });
   e->gvr = &KUBE_POD_MIGRATIONS;
   e->kind = "PodMigration";

@@ -151,3 +151,32 @@ Test(podmotion_faults, a_rollback_waits_for_the_source_agent)
   cr_expect_eq(pm_value(fd, "inc"), 2, "the source does not serve its client");
   close(fd);
 }
+
+/* A cancel that arrives while an agent works (a dump, a transfer made 3 s longer) is acted on
+ * as soon as the call returns: rolled back, Cancelled, the source serving its client. */
+static void cancel_during(const char *fault, const char *phase)
+{
+  int fd = counter("\"counter\"");
+  e2e_agent_restart(&E, "node-a", fault);
+  pm_move(&E, "move", "counter", NULL);
+  cr_assert(e2e_wait_phase(&E, "move", phase, 30000), "never %s: %s", phase,
+            e2e_phase(&E, "move"));
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch pmig move --type merge -p "
+                                     "'{\"spec\":{\"cancel\":true}}'"), 0);
+  cr_assert(e2e_wait_phase(&E, "move", "Cancelled", 30000), "not cancelled: %s (%s)",
+            e2e_phase(&E, "move"), e2e_describe(&E, "move"));
+  cr_expect_str_eq(e2e_cond_reason(&E, "move", "Complete"), "Cancelled");
+  cr_expect_str_eq(e2e_cond_reason(&E, "move", "RollingBack"), "RolledBack");
+  cr_expect_eq(pm_value(fd, "inc"), 2, "the source does not serve its client");
+  close(fd);
+}
+
+Test(podmotion_faults, a_cancel_while_checkpointing_rolls_back)
+{
+  cancel_during("slow-checkpoint", "Checkpointing");
+}
+
+Test(podmotion_faults, a_cancel_while_transferring_rolls_back)
+{
+  cancel_during("slow-send", "Transferring");
+}

@@ -391,3 +391,45 @@ Test(podmotion_move, a_restored_pod_moves_again)
   cJSON_Delete(m);
   close(fd);
 }
+
+/* Retain keeps both nodes' copies after a success, and the janitor leaves them (their
+ * PodMigration exists) while it removes a directory nobody owns; deleting the PodMigration
+ * removes its own. */
+Test(podmotion_move, retain_keeps_the_checkpoint_and_the_janitor_takes_orphans)
+{
+  start();
+  int fd = counter("\"counter\"");
+  cr_assert_eq(counter_value(fd, "inc"), 1);
+  char orphan[600];
+  snprintf(orphan, sizeof(orphan), "%s", cl_path(&E.c, "nodes/node-c/checkpoints"));
+  strncat(orphan, "/default_ghost_deadbeef", sizeof(orphan) - strlen(orphan) - 1);
+  char cmd[700];
+  snprintf(cmd, sizeof(cmd), "mkdir -p -m 0700 '%s/main' && echo x > '%s/main/pages-1.img'",
+           orphan, orphan);
+  cr_assert_eq(system(cmd), 0);
+  move("move", "  checkpoint: {retention: Retain}\n");
+  cr_assert(e2e_wait_cond(&E, "move", "Complete", "True", NULL, 60000), "%s",
+            e2e_describe(&E, "move"));
+  cr_expect_eq(counter_value(fd, "inc"), 2);
+  close(fd);
+  /* the orphan goes (within a few janitor passes), the retained checkpoint stays */
+  bool gone = false;
+  for(int i = 0; i < 100 && !gone; i++) {
+    gone = access(orphan, F_OK) != 0;
+    if(!gone)
+      e2e_sleep_ms(100);
+  }
+  cr_expect(gone, "the janitor left %s", orphan);
+  e2e_sleep_ms(3000); /* older than the orphan age now, and still kept */
+  cr_expect(!dir_empty(cl_path(&E.c, "nodes/node-a/checkpoints")), "Retain lost node-a's copy");
+  cr_expect(!dir_empty(cl_path(&E.c, "nodes/node-b/checkpoints")), "Retain lost node-b's copy");
+  cJSON *m = e2e_get(&E, "move");
+  cr_expect(!json_get_bool(m, "status.checkpoint.removed", false));
+  cJSON_Delete(m);
+  char *out = NULL;
+  cr_expect_eq(e2e_kubectl(&E, &out, "delete pmig move --wait=true --timeout=30s"), 0, "%s",
+               out ? out : "");
+  free(out);
+  cr_expect(dir_empty(cl_path(&E.c, "nodes/node-a/checkpoints")), "node-a kept a checkpoint");
+  cr_expect(dir_empty(cl_path(&E.c, "nodes/node-b/checkpoints")), "node-b kept a checkpoint");
+}
