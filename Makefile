@@ -57,7 +57,7 @@ BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUIL
         $(BUILD)/godwit-controller $(BUILD)/godwit-runner $(BUILD)/godwit-nodeagent
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
-        bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan fuzz demo demo-ptah demo-podmotion \
+        bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan bench-podmotion fuzz demo demo-ptah demo-podmotion \
         demo-webhook certs manifests check-generated clean fuzz-targets
 all: $(BINS)
 
@@ -304,6 +304,12 @@ bench-ptah: deps
 bench-ptah-plan: deps
 	$(MAKE) $(BUILD)/godwit-runner
 	bench/ptah-plan/run.sh $(BUILD)
+
+# PodMotion: 20 PodMigrations of the CRIU counter between the local cluster's worker nodes,
+# against bare criu dump + restore between network namespaces (as root; about 40 s).
+bench-podmotion: deps
+	$(MAKE) all $(BUILD)/tests/criu-counter
+	bench/podmotion/run.sh $(BUILD)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c). Built by tests/fuzz/run.sh with clang into build-fuzz,
 # every object instrumented (SAN=-fsanitize=fuzzer-no-link,...); the arena is replaced by
