@@ -1,23 +1,12 @@
 /* builtins.c: the table of built-in types, and the small per-type rules (namespaces, secrets,
- * config maps, events, service accounts). Pods and Jobs are in builtins_pods.c; CRDs and
- * webhook configurations in builtins_ext.c. */
+ * config maps, events, service accounts). Pods and Jobs are in builtins_pods.c, DaemonSets in
+ * builtins_daemonsets.c; CRDs and webhook configurations in builtins_ext.c. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rest.h"
-
-cJSON *bi_pod_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old);
-cJSON *bi_pod_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old);
-cJSON *bi_job_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old);
-cJSON *bi_job_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old);
-cJSON *bi_crd_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old);
-cJSON *bi_crd_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old);
-cJSON *bi_webhook_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old);
-cJSON *bi_webhook_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old);
-void bi_crd_after(const cJSON *obj, const cJSON *old);
-void bi_webhook_after(const struct ls_rtype *rt, const cJSON *obj, const cJSON *old);
+#include "builtins.h"
 
 static cJSON *ns_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
 {
@@ -267,6 +256,8 @@ const struct ls_builtin ls_builtins[] = {
     NULL, NULL, NULL, NULL, NULL, NULL, NULL },
   { "apps", "v1", "deployments", "Deployment", "deployment", "deploy", "all", true, LS_B_STATUS,
     LS_GEN_SPEC, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+  { "apps", "v1", "daemonsets", "DaemonSet", "daemonset", "ds", "all", true, LS_B_STATUS,
+    LS_GEN_SPEC, NULL, NULL, NULL, bi_ds_prepare, bi_ds_validate, NULL, NULL },
   { "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "poddisruptionbudget", "pdb",
     NULL, true, LS_B_STATUS, LS_GEN_SPEC, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
   { "rbac.authorization.k8s.io", "v1", "roles", "Role", "role", NULL, NULL, true, 0, LS_GEN_NONE,

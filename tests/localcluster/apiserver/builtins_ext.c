@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rest.h"
+#include "builtins.h"
 
 #define CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 

@@ -1,15 +1,16 @@
 /* builtins_pods.c: Pods and Jobs: kube-apiserver's defaults, its built-in admission plugins
  * (ServiceAccount: the token volume and mounts; DefaultTolerationSeconds) and validation (pod
- * spec immutability, Job restart policy, selector and template immutability). */
+ * spec immutability, Job restart policy, selector and template immutability); and the pod
+ * template rules every workload kind shares (builtins.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rest.h"
+#include "builtins.h"
 
 #define SA_MOUNT "/var/run/secrets/kubernetes.io/serviceaccount"
 
-static cJSON *obj_at(cJSON *parent, const char *key)
+cJSON *bi_obj_at(cJSON *parent, const char *key)
 {
   cJSON *o = cJSON_GetObjectItem(parent, key);
   if(!cJSON_IsObject(o)) {
@@ -19,7 +20,7 @@ static cJSON *obj_at(cJSON *parent, const char *key)
   return o;
 }
 
-static void dflt(cJSON *o, const char *key, cJSON *v)
+void bi_dflt(cJSON *o, const char *key, cJSON *v)
 {
   if(!cJSON_GetObjectItem(o, key))
     cJSON_AddItemToObject(o, key, v);
@@ -46,28 +47,28 @@ static void container_defaults(cJSON *cs)
   {
     if(!cJSON_IsObject(c))
       continue;
-    dflt(c, "terminationMessagePath", cJSON_CreateString("/dev/termination-log"));
-    dflt(c, "terminationMessagePolicy", cJSON_CreateString("File"));
-    dflt(c, "imagePullPolicy", cJSON_CreateString(pull_policy(ls_str(c, "image"))));
-    dflt(c, "resources", cJSON_CreateObject());
+    bi_dflt(c, "terminationMessagePath", cJSON_CreateString("/dev/termination-log"));
+    bi_dflt(c, "terminationMessagePolicy", cJSON_CreateString("File"));
+    bi_dflt(c, "imagePullPolicy", cJSON_CreateString(pull_policy(ls_str(c, "image"))));
+    bi_dflt(c, "resources", cJSON_CreateObject());
     cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItem(c, "ports"))
     {
       if(cJSON_IsObject(p))
-        dflt(p, "protocol", cJSON_CreateString("TCP"));
+        bi_dflt(p, "protocol", cJSON_CreateString("TCP"));
     }
   }
 }
 
 /* SetDefaults_PodSpec (the parts a Pod or a pod template gets) */
-static void podspec_defaults(cJSON *spec, bool is_template)
+void bi_podspec_defaults(cJSON *spec, bool is_template)
 {
   if(!is_template)
-    dflt(spec, "restartPolicy", cJSON_CreateString("Always"));
-  dflt(spec, "dnsPolicy", cJSON_CreateString("ClusterFirst"));
-  dflt(spec, "terminationGracePeriodSeconds", cJSON_CreateNumber(30));
-  dflt(spec, "securityContext", cJSON_CreateObject());
-  dflt(spec, "schedulerName", cJSON_CreateString("default-scheduler"));
+    bi_dflt(spec, "restartPolicy", cJSON_CreateString("Always"));
+  bi_dflt(spec, "dnsPolicy", cJSON_CreateString("ClusterFirst"));
+  bi_dflt(spec, "terminationGracePeriodSeconds", cJSON_CreateNumber(30));
+  bi_dflt(spec, "securityContext", cJSON_CreateObject());
+  bi_dflt(spec, "schedulerName", cJSON_CreateString("default-scheduler"));
   container_defaults(cJSON_GetObjectItem(spec, "containers"));
   container_defaults(cJSON_GetObjectItem(spec, "initContainers"));
 }
@@ -157,11 +158,11 @@ cJSON *bi_pod_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
 {
   if(old || strcmp(w->sub, ""))
     return NULL;
-  cJSON *spec = obj_at(obj, "spec");
-  podspec_defaults(spec, false);
-  dflt(spec, "enableServiceLinks", cJSON_CreateBool(1));
-  dflt(spec, "preemptionPolicy", cJSON_CreateString("PreemptLowerPriority"));
-  dflt(spec, "priority", cJSON_CreateNumber(0));
+  cJSON *spec = bi_obj_at(obj, "spec");
+  bi_podspec_defaults(spec, false);
+  bi_dflt(spec, "enableServiceLinks", cJSON_CreateBool(1));
+  bi_dflt(spec, "preemptionPolicy", cJSON_CreateString("PreemptLowerPriority"));
+  bi_dflt(spec, "priority", cJSON_CreateNumber(0));
   const char *sa = ls_str(spec, "serviceAccountName");
   if(!*sa)
     sa = ls_str(spec, "serviceAccount");
@@ -191,13 +192,13 @@ cJSON *bi_pod_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
   if(automount)
     add_token_volume(spec);
   default_tolerations(spec);
-  cJSON *status = obj_at(obj, "status");
-  dflt(status, "phase", cJSON_CreateString("Pending"));
-  dflt(status, "qosClass", cJSON_CreateString("BestEffort"));
+  cJSON *status = bi_obj_at(obj, "status");
+  bi_dflt(status, "phase", cJSON_CreateString("Pending"));
+  bi_dflt(status, "qosClass", cJSON_CreateString("BestEffort"));
   return NULL;
 }
 
-static void container_checks(cJSON *causes, const cJSON *spec, const char *prefix)
+void bi_container_checks(cJSON *causes, const cJSON *spec, const char *prefix)
 {
   const cJSON *cs = cJSON_GetObjectItem(spec, "containers");
   char f[160];
@@ -225,7 +226,7 @@ static void container_checks(cJSON *causes, const cJSON *spec, const char *prefi
   }
 }
 
-static cJSON *finish(struct ls_wctx *w, const cJSON *obj, cJSON *causes)
+cJSON *bi_finish(struct ls_wctx *w, const cJSON *obj, cJSON *causes)
 {
   if(!cJSON_GetArraySize(causes)) {
     cJSON_Delete(causes);
@@ -254,7 +255,7 @@ cJSON *bi_pod_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old)
 {
   cJSON *causes = cJSON_CreateArray();
   const cJSON *spec = cJSON_GetObjectItem(obj, "spec");
-  container_checks(causes, spec, "spec");
+  bi_container_checks(causes, spec, "spec");
   const char *rp = ls_str(spec, "restartPolicy");
   if(strcmp(rp, "Always") && strcmp(rp, "OnFailure") && strcmp(rp, "Never"))
     rest_cause(causes, "FieldValueNotSupported", "spec.restartPolicy",
@@ -273,7 +274,7 @@ cJSON *bi_pod_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old)
     cJSON_Delete(a);
     cJSON_Delete(b);
   }
-  return finish(w, obj, causes);
+  return bi_finish(w, obj, causes);
 }
 
 static void add_label(cJSON *labels, const char *k, const char *v)
@@ -286,22 +287,22 @@ cJSON *bi_job_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
 {
   if(old || strcmp(w->sub, ""))
     return NULL;
-  cJSON *spec = obj_at(obj, "spec");
+  cJSON *spec = bi_obj_at(obj, "spec");
   if(!cJSON_GetObjectItem(spec, "completions") && !cJSON_GetObjectItem(spec, "parallelism"))
     cJSON_AddNumberToObject(spec, "completions", 1);
-  dflt(spec, "parallelism", cJSON_CreateNumber(1));
-  dflt(spec, "backoffLimit", cJSON_CreateNumber(6));
-  dflt(spec, "completionMode", cJSON_CreateString("NonIndexed"));
-  dflt(spec, "suspend", cJSON_CreateBool(0));
-  dflt(spec, "podReplacementPolicy", cJSON_CreateString("TerminatingOrFailed"));
-  cJSON *tmpl = obj_at(spec, "template");
-  cJSON *tspec = obj_at(tmpl, "spec");
-  podspec_defaults(tspec, true);
+  bi_dflt(spec, "parallelism", cJSON_CreateNumber(1));
+  bi_dflt(spec, "backoffLimit", cJSON_CreateNumber(6));
+  bi_dflt(spec, "completionMode", cJSON_CreateString("NonIndexed"));
+  bi_dflt(spec, "suspend", cJSON_CreateBool(0));
+  bi_dflt(spec, "podReplacementPolicy", cJSON_CreateString("TerminatingOrFailed"));
+  cJSON *tmpl = bi_obj_at(spec, "template");
+  cJSON *tspec = bi_obj_at(tmpl, "spec");
+  bi_podspec_defaults(tspec, true);
   const char *uid = ls_meta(obj, "uid");
   const char *name = ls_meta(obj, "name");
   if(!cJSON_IsTrue(cJSON_GetObjectItem(spec, "manualSelector"))) {
-    cJSON *tmeta = obj_at(tmpl, "metadata");
-    cJSON *labels = obj_at(tmeta, "labels");
+    cJSON *tmeta = bi_obj_at(tmpl, "metadata");
+    cJSON *labels = bi_obj_at(tmeta, "labels");
     add_label(labels, "batch.kubernetes.io/controller-uid", uid);
     add_label(labels, "batch.kubernetes.io/job-name", name);
     add_label(labels, "controller-uid", uid);
@@ -322,7 +323,7 @@ cJSON *bi_job_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
   return NULL;
 }
 
-static void immutable(cJSON *causes, const cJSON *a, const cJSON *b, const char *field)
+void bi_immutable(cJSON *causes, const cJSON *a, const cJSON *b, const char *field)
 {
   bool same = (!a && !b) || (a && b && cJSON_Compare(a, b, 1));
   if(!same) {
@@ -337,7 +338,7 @@ cJSON *bi_job_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old)
   cJSON *causes = cJSON_CreateArray();
   const cJSON *spec = cJSON_GetObjectItem(obj, "spec");
   const cJSON *tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "template"), "spec");
-  container_checks(causes, tspec, "spec.template.spec");
+  bi_container_checks(causes, tspec, "spec.template.spec");
   const char *rp = ls_str(tspec, "restartPolicy");
   if(strcmp(rp, "OnFailure") && strcmp(rp, "Never"))
     rest_cause(causes, *rp ? "FieldValueNotSupported" : "FieldValueRequired",
@@ -357,12 +358,12 @@ cJSON *bi_job_validate(struct ls_wctx *w, const cJSON *obj, const cJSON *old)
   }
   if(old && !strcmp(w->sub, "")) {
     const cJSON *os = cJSON_GetObjectItem(old, "spec");
-    immutable(causes, cJSON_GetObjectItem(os, "selector"), cJSON_GetObjectItem(spec, "selector"),
+    bi_immutable(causes, cJSON_GetObjectItem(os, "selector"), cJSON_GetObjectItem(spec, "selector"),
               "spec.selector");
-    immutable(causes, cJSON_GetObjectItem(os, "template"), cJSON_GetObjectItem(spec, "template"),
+    bi_immutable(causes, cJSON_GetObjectItem(os, "template"), cJSON_GetObjectItem(spec, "template"),
               "spec.template");
-    immutable(causes, cJSON_GetObjectItem(os, "completions"),
+    bi_immutable(causes, cJSON_GetObjectItem(os, "completions"),
               cJSON_GetObjectItem(spec, "completions"), "spec.completions");
   }
-  return finish(w, obj, causes);
+  return bi_finish(w, obj, causes);
 }

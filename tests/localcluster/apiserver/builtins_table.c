@@ -208,7 +208,111 @@ static cJSON *pod_row(const cJSON *o)
   return c;
 }
 
+/* ---- what workloads (jobs, daemonsets) print of their template and selector ---- */
+/* The template's container names and images, comma separated (layoutContainerCells). */
+static void add_containers(cJSON *cells, const cJSON *tspec)
+{
+  char names[512] = "", images[1024] = "";
+  const cJSON *ct;
+  cJSON_ArrayForEach(ct, cJSON_GetObjectItem(tspec, "containers"))
+  {
+    size_t l = strlen(names), m = strlen(images);
+    snprintf(names + l, sizeof(names) - l, "%s%s", l ? "," : "", ls_str(ct, "name"));
+    snprintf(images + m, sizeof(images) - m, "%s%s", m ? "," : "", ls_str(ct, "image"));
+  }
+  cJSON_AddItemToArray(cells, cJSON_CreateString(names));
+  cJSON_AddItemToArray(cells, cJSON_CreateString(images));
+}
+
+static int by_string(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Requirements ("k=v", "k in (a)", "!k") by their key, as the selector's String() sorts them. */
+static int by_key(const void *a, const void *b)
+{
+  const char *x = *(char *const *)a, *y = *(char *const *)b;
+  x += *x == '!';
+  y += *y == '!';
+  size_t lx = strcspn(x, "= "), ly = strcspn(y, "= ");
+  int c = strncmp(x, y, lx < ly ? lx : ly);
+  return c ? c : lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+}
+
+/* Sorts n malloc'd strings and joins them with commas (freeing them); malloc'd or NULL. */
+static char *join_sorted(char **v, size_t n, int (*cmp)(const void *, const void *))
+{
+  size_t len = 1;
+  for(size_t i = 0; i < n; i++)
+    len += strlen(v[i]) + 1;
+  char *out = malloc(len);
+  if(out)
+    out[0] = '\0';
+  qsort(v, n, sizeof(*v), cmp);
+  for(size_t i = 0, o = 0; i < n; i++) {
+    if(out)
+      o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", v[i]);
+    free(v[i]);
+  }
+  return out;
+}
+
+/* A map's "k=v" pairs and one requirement per matchExpressions entry ("k in (a,b)",
+ * "k notin (a)", "k", "!k"), sorted and comma separated; malloc'd ("" when empty). */
+static char *format_pairs(const cJSON *map, const cJSON *exprs)
+{
+  size_t n = (size_t)cJSON_GetArraySize(map) + (size_t)cJSON_GetArraySize(exprs), k = 0;
+  char **v = calloc(n ? n : 1, sizeof(*v));
+  if(!v)
+    return NULL;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, map)
+  {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s=%s", x->string, cJSON_IsString(x) ? x->valuestring : "");
+    if((v[k] = strdup(buf)))
+      k++;
+  }
+  cJSON_ArrayForEach(x, exprs)
+  {
+    const char *key = ls_str(x, "key"), *op = ls_str(x, "operator");
+    size_t nv = (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(x, "values")), j = 0;
+    char **vals = calloc(nv ? nv : 1, sizeof(*vals));
+    const cJSON *val;
+    cJSON_ArrayForEach(val, cJSON_GetObjectItem(x, "values"))
+    {
+      if(vals && (vals[j] = strdup(cJSON_IsString(val) ? val->valuestring : "")))
+        j++;
+    }
+    char *joined = vals ? join_sorted(vals, j, by_string) : NULL;
+    free(vals);
+    char buf[1024];
+    if(!strcmp(op, "In") || !strcmp(op, "NotIn"))
+      snprintf(buf, sizeof(buf), "%s %s (%s)", key, op[0] == 'I' ? "in" : "notin",
+               joined ? joined : "");
+    else
+      snprintf(buf, sizeof(buf), "%s%s", !strcmp(op, "DoesNotExist") ? "!" : "", key);
+    free(joined);
+    if((v[k] = strdup(buf)))
+      k++;
+  }
+  char *out = join_sorted(v, k, by_key);
+  free(v);
+  return out;
+}
+
+/* metav1.FormatLabelSelector */
+static void add_selector(cJSON *cells, const cJSON *sel)
+{
+  char *s = format_pairs(cJSON_GetObjectItem(sel, "matchLabels"),
+                         cJSON_GetObjectItem(sel, "matchExpressions"));
+  add_str(cells, s);
+  free(s);
+}
+
 /* ---- jobs ---- */
+
 static void job_cols(cJSON *d)
 {
   name_col(d);
@@ -265,29 +369,60 @@ static cJSON *job_row(const cJSON *o)
     ls_human_duration((end >= 0 ? end : time(NULL)) - start, buf, sizeof(buf));
   cJSON_AddItemToArray(c, cJSON_CreateString(buf));
   add_age(c, o);
-  char names[512] = "", images[1024] = "";
-  const cJSON *ct;
-  cJSON_ArrayForEach(ct, cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(spec,
-                                                                                     "template"),
-                                                                 "spec"),
-                                             "containers"))
-  {
-    size_t l = strlen(names), m = strlen(images);
-    snprintf(names + l, sizeof(names) - l, "%s%s", l ? "," : "", ls_str(ct, "name"));
-    snprintf(images + m, sizeof(images) - m, "%s%s", m ? "," : "", ls_str(ct, "image"));
+  const cJSON *tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "template"), "spec");
+  add_containers(c, tspec);
+  add_selector(c, cJSON_GetObjectItem(spec, "selector"));
+  return c;
+}
+
+/* ---- daemonsets ---- */
+static void ds_cols(cJSON *d)
+{
+  name_col(d);
+  tab_column(d, "Desired", "integer", NULL, "The total number of nodes that should be running "
+                                            "the daemon pod (including nodes correctly running "
+                                            "the daemon pod).", 0);
+  tab_column(d, "Current", "integer", NULL, "The number of nodes that are running at least 1 "
+                                            "daemon pod and are supposed to run the daemon "
+                                            "pod.", 0);
+  tab_column(d, "Ready", "integer", NULL, "numberReady is the number of nodes that should be "
+                                          "running the daemon pod and have one or more of the "
+                                          "daemon pod running with a Ready Condition.", 0);
+  tab_column(d, "Up-to-date", "integer", NULL, "The total number of nodes that are running "
+                                               "updated daemon pod", 0);
+  tab_column(d, "Available", "integer", NULL, "The number of nodes that should be running the "
+                                              "daemon pod and have one or more of the daemon "
+                                              "pod running and available (ready for at least "
+                                              "spec.minReadySeconds)", 0);
+  tab_column(d, "Node Selector", "string", NULL, "NodeSelector is a selector which must be true "
+                                                 "for the pod to fit on a node.", 0);
+  age_col(d);
+  tab_column(d, "Containers", "string", NULL, "Names of each container in the template.", 1);
+  tab_column(d, "Images", "string", NULL, "Images referenced by each container in the "
+                                          "template.", 1);
+  tab_column(d, "Selector", "string", NULL, "A label query over pods that are managed by the "
+                                            "daemon set.", 1);
+}
+
+static cJSON *ds_row(const cJSON *o)
+{
+  cJSON *c = cells_named(o);
+  static const char *const counts[] = { "desiredNumberScheduled", "currentNumberScheduled",
+                                        "numberReady", "updatedNumberScheduled",
+                                        "numberAvailable" };
+  const cJSON *st = cJSON_GetObjectItem(o, "status");
+  for(size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+    const cJSON *n = cJSON_GetObjectItem(st, counts[i]);
+    cJSON_AddItemToArray(c, cJSON_CreateNumber(cJSON_IsNumber(n) ? n->valuedouble : 0));
   }
-  cJSON_AddItemToArray(c, cJSON_CreateString(names));
-  cJSON_AddItemToArray(c, cJSON_CreateString(images));
-  char sel[512] = "";
-  const cJSON *ml;
-  cJSON_ArrayForEach(ml, cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "selector"),
-                                             "matchLabels"))
-  {
-    size_t l = strlen(sel);
-    snprintf(sel + l, sizeof(sel) - l, "%s%s=%s", l ? "," : "", ml->string,
-             cJSON_IsString(ml) ? ml->valuestring : "");
-  }
-  add_str(c, sel);
+  const cJSON *spec = cJSON_GetObjectItem(o, "spec");
+  const cJSON *tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "template"), "spec");
+  char *ns = format_pairs(cJSON_GetObjectItem(tspec, "nodeSelector"), NULL);
+  add_str(c, ns);
+  free(ns);
+  add_age(c, o);
+  add_containers(c, tspec);
+  add_selector(c, cJSON_GetObjectItem(spec, "selector"));
   return c;
 }
 
@@ -512,6 +647,7 @@ static const struct tab_printer printers[] = {
   { "", "nodes", node_cols, node_row },
   { "", "persistentvolumeclaims", pvc_cols, pvc_row },
   { "batch", "jobs", job_cols, job_row },
+  { "apps", "daemonsets", ds_cols, ds_row },
   { "coordination.k8s.io", "leases", lease_cols, lease_row },
   { "apiextensions.k8s.io", "customresourcedefinitions", crd_cols, crd_row },
   { "admissionregistration.k8s.io", "mutatingwebhookconfigurations", webhook_cols, webhook_row },

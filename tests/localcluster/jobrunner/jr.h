@@ -1,13 +1,15 @@
 /*
- * jr.h: godwit-jobrunner, the local cluster's Job controller, scheduler and kubelet in one
- * process (docs/dev/localcluster.md, "godwit-jobrunner").
+ * jr.h: godwit-jobrunner, the local cluster's Job and DaemonSet controllers, scheduler and
+ * kubelet in one process (docs/dev/localcluster.md, "godwit-jobrunner").
  *
  * Threads
- *   Two reflector threads (kube_reflector_run) keep the Job and Pod caches (cache.c) and wake the
- *   main thread through a pipe. Everything else runs on the main thread: the kubelet (pods.c,
- *   which starts and watches processes through proc.c), the scheduler (sched.c) and the Job
- *   controller (jobs.c). Each pass is level-based: it re-reads a snapshot of the caches and
- *   converges towards it, so a lost event costs one resync period, never a wrong state.
+ *   Reflector threads (kube_reflector_run) keep the Pod, Job, DaemonSet and Node caches (cache.c;
+ *   a worker node's kubelet-only runner keeps Pods only) and wake the main thread through a
+ *   pipe. Everything else runs on the main thread: the kubelet (pods.c, which starts and watches
+ *   processes through proc.c), the scheduler (sched.c), the Job controller (jobs.c) and the
+ *   DaemonSet controller (daemonsets.c). Each pass is level-based: it re-reads a snapshot of the
+ *   caches and converges towards it, so a lost event costs one resync period, never a wrong
+ *   state.
  *
  * Time
  *   Deadlines and backoffs use the monotonic clock (jr_mono_ms); the wall clock is only for what
@@ -73,6 +75,7 @@ struct jr_cache {
 
 struct jr_kubelet;
 struct jr_jobctl;
+struct jr_dsctl;
 struct jr_events;
 
 struct jr {
@@ -84,6 +87,7 @@ struct jr {
   char api_port[16];
   char *ca_pem; /* the API server's CA, written into each Pod's ca.crt */
   struct jr_cache jobs, pods;
+  struct jr_cache daemonsets, nodes; /* the primary's only */
   int wake_fd[2];
   volatile int stop;
   int64_t next_wake_ms;
@@ -92,6 +96,7 @@ struct jr {
   int nworkers;              /* the primary's worker nodes (nodes.c) */
   struct jr_kubelet *kubelet;
   struct jr_jobctl *jobctl;
+  struct jr_dsctl *dsctl;
   struct jr_events *events;
 };
 
@@ -163,6 +168,9 @@ void sched_register_node(struct jr *jr);
  * schedulable Node by name that fits; its name into node. On a refusal *why gets the
  * scheduler's message (malloc'd) and the result is false. */
 bool sched_fits(struct jr *jr, const cJSON *pod, char *node, size_t nodelen, char **why);
+/* Whether a Pod spec may run on the Node with these labels and name: nodeSelector and the
+ * required node affinity (matchExpressions on labels, matchFields on metadata.name). */
+bool sched_spec_fits(const cJSON *spec, const cJSON *labels, const char *name);
 /* Binds the Pod to node (pods/NAME/binding). GW_OK also when the server has no binding
  * subresource: this node then owns the Pod without spec.nodeName. GW_ECONFLICT: already bound. */
 gw_rc sched_bind(struct jr *jr, const cJSON *pod, const char *node);
@@ -188,5 +196,13 @@ void kubelet_shutdown(struct jr *jr, long grace_ms);
 gw_rc jobctl_init(struct jr *jr);
 void jobctl_sync(struct jr *jr, const cJSON *jobs, const cJSON *pods);
 void jobctl_free(struct jr *jr);
+
+/* ---- daemonsets.c: the DaemonSet controller ---- */
+extern const struct kube_gvr JR_DAEMONSETS; /* apps/v1 daemonsets */
+gw_rc dsctl_init(struct jr *jr);
+/* One pass over every DaemonSet (snapshots of the caches): their Pods, one per fitting Node,
+ * created or deleted through the API; their status. */
+void dsctl_sync(struct jr *jr, const cJSON *daemonsets, const cJSON *nodes, const cJSON *pods);
+void dsctl_free(struct jr *jr);
 
 #endif

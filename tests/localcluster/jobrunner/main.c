@@ -1,4 +1,4 @@
-/* godwit-jobrunner: the local cluster's Job controller, scheduler and kubelet. See
+/* godwit-jobrunner: the local cluster's Job and DaemonSet controllers, scheduler and kubelet. See
  * docs/dev/localcluster.md ("godwit-jobrunner") and jr.h. */
 #include <errno.h>
 #include <fcntl.h>
@@ -181,12 +181,16 @@ static gw_rc setup(struct jr *jr, const struct jr_config *cfg, char *err, size_t
   }
   jr_cache_init(&jr->jobs);
   jr_cache_init(&jr->pods);
+  jr_cache_init(&jr->daemonsets);
+  jr_cache_init(&jr->nodes);
   if(!rc)
     rc = jr_events_init(jr);
   if(!rc)
     rc = kubelet_init(jr);
   if(!rc)
     rc = jobctl_init(jr);
+  if(!rc)
+    rc = dsctl_init(jr);
   jr->podnet.k = (int)cfg->pod_network;
   if(!rc && jr->podnet.k >= 0) {
     int first = 0, last = 0;
@@ -229,12 +233,18 @@ static void pass(struct jr *jr)
 {
   cJSON *pods = jr_cache_snapshot(&jr->pods);
   cJSON *jobs = jr_cache_snapshot(&jr->jobs);
+  cJSON *daemonsets = jr_cache_snapshot(&jr->daemonsets);
+  cJSON *nodes = jr_cache_snapshot(&jr->nodes);
   if(pods)
     kubelet_sync(jr, pods);
   if(pods && jobs)
     jobctl_sync(jr, jobs, pods);
+  if(pods && daemonsets && nodes)
+    dsctl_sync(jr, daemonsets, nodes, pods);
   cJSON_Delete(pods);
   cJSON_Delete(jobs);
+  cJSON_Delete(daemonsets);
+  cJSON_Delete(nodes);
 }
 
 static void run(struct jr *jr)
@@ -265,8 +275,8 @@ int main(int argc, char **argv)
 {
   struct jr_config cfg = { 0 };
   int code = cfg_main(options, &cfg, argc, argv, "godwit-jobrunner",
-                      "The local cluster's Job controller and kubelet (tests): Jobs into Pods, "
-                      "Pods into local processes.");
+                      "The local cluster's Job and DaemonSet controllers and kubelet (tests): "
+                      "Jobs and DaemonSets into Pods, Pods into local processes.");
   if(code >= 0)
     return code;
   arena_install_json_hooks();
@@ -303,7 +313,9 @@ int main(int argc, char **argv)
     nodes_stop(&jr, 2000);
     return 1;
   }
-  struct refl refl[2] = { { &jr, &jr.jobs, &KUBE_JOBS, 0 }, { &jr, &jr.pods, &KUBE_PODS, 0 } };
+  struct refl refl[] = { { &jr, &jr.pods, &KUBE_PODS, 0 }, { &jr, &jr.jobs, &KUBE_JOBS, 0 },
+                         { &jr, &jr.daemonsets, &JR_DAEMONSETS, 0 },
+                         { &jr, &jr.nodes, &KUBE_NODES, 0 } };
   /* Reflector threads must not take the signals meant for the main loop. */
   sigset_t block, old;
   sigemptyset(&block);
@@ -311,9 +323,9 @@ int main(int argc, char **argv)
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  /* A worker node has no Job controller: only the Pod reflector. */
-  int first_refl = cfg.kubelet_only ? 1 : 0;
-  for(int i = first_refl; i < 2; i++)
+  /* A worker node has no controllers: only the Pod reflector. */
+  size_t nrefl = cfg.kubelet_only ? 1 : sizeof(refl) / sizeof(refl[0]);
+  for(size_t i = 0; i < nrefl; i++)
     pthread_create(&refl[i].th, NULL, refl_main, &refl[i]);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   log_kv(LOG_INFO, cfg.kubelet_only ? "worker node started" : "job runner started", "node",
@@ -324,14 +336,20 @@ int main(int argc, char **argv)
 
   log_kv(LOG_INFO, "stopping", LOG_END);
   jr.stop = 1;
-  nodes_stop(&jr, 2500);
-  kubelet_shutdown(&jr, 2000);
-  for(int i = first_refl; i < 2; i++)
+  /* down waits 5 s before SIGKILL: the worker nodes first (their containers get 0.3 s: a
+   * sandboxed main process is its namespace's init and may ignore SIGTERM), then ours, so the
+   * pod network is removed in time */
+  nodes_stop(&jr, 1500);
+  kubelet_shutdown(&jr, cfg.kubelet_only ? 300 : 2000);
+  for(size_t i = 0; i < nrefl; i++)
     pthread_join(refl[i].th, NULL);
   jobctl_free(&jr);
+  dsctl_free(&jr);
   jr_events_free(&jr);
   jr_cache_release(&jr.jobs);
   jr_cache_release(&jr.pods);
+  jr_cache_release(&jr.daemonsets);
+  jr_cache_release(&jr.nodes);
   kube_client_free(jr.k);
   free(jr.ca_pem);
   close(jr.wake_fd[0]);

@@ -100,63 +100,77 @@ static bool in_values(const cJSON *values, const char *v)
   const cJSON *x;
   cJSON_ArrayForEach(x, values)
   {
-    if(cJSON_IsString(x) && v && !strcmp(x->valuestring, v))
+    if(v && cJSON_IsString(x) && !strcmp(x->valuestring, v))
       return true;
   }
   return false;
 }
 
-/* One nodeSelectorRequirement against the labels. */
-static bool requirement_ok(const cJSON *req, const cJSON *labels)
+/* One NodeSelectorRequirement against the value it names (NULL: absent). */
+static bool requirement_ok(const cJSON *req, const char *v)
 {
-  const char *key = json_get_str(req, "key");
   const char *op = json_get_str(req, "operator");
   const cJSON *values = json_get(req, "values");
-  /* Not json_get: label keys have dots. */
-  const cJSON *lv = key ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
-  const char *v = cJSON_IsString(lv) ? lv->valuestring : NULL;
   if(!op)
     return false;
   if(!strcmp(op, "In"))
-    return v && in_values(values, v);
+    return in_values(values, v);
   if(!strcmp(op, "NotIn"))
-    return !v || !in_values(values, v);
+    return !in_values(values, v);
   if(!strcmp(op, "Exists"))
     return v != NULL;
   if(!strcmp(op, "DoesNotExist"))
     return v == NULL;
-  if(!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
-    const cJSON *first = cJSON_GetArrayItem(values, 0);
-    if(!v || !cJSON_IsString(first))
-      return false;
-    long a = strtol(v, NULL, 10), b = strtol(first->valuestring, NULL, 10);
-    return op[0] == 'G' ? a > b : a < b;
-  }
-  return false;
+  const cJSON *first = cJSON_GetArrayItem(values, 0);
+  if((strcmp(op, "Gt") && strcmp(op, "Lt")) || !v || !cJSON_IsString(first))
+    return false;
+  long a = strtol(v, NULL, 10), b = strtol(first->valuestring, NULL, 10);
+  return op[0] == 'G' ? a > b : a < b;
 }
 
-static bool node_matches(const cJSON *pod, const cJSON *labels)
+/* A NodeSelectorTerm: its matchExpressions (labels) and matchFields (metadata.name) ANDed; an
+ * empty term matches no Node. */
+static bool term_ok(const cJSON *term, const cJSON *labels, const char *name)
+{
+  const cJSON *exprs = cJSON_GetObjectItemCaseSensitive(term, "matchExpressions");
+  const cJSON *fields = cJSON_GetObjectItemCaseSensitive(term, "matchFields");
+  if(!cJSON_GetArraySize(exprs) && !cJSON_GetArraySize(fields))
+    return false;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, exprs)
+  {
+    const char *key = json_get_str(r, "key");
+    /* Not json_get: label keys have dots. */
+    const cJSON *lv = key ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
+    if(!requirement_ok(r, cJSON_IsString(lv) ? lv->valuestring : NULL))
+      return false;
+  }
+  cJSON_ArrayForEach(r, fields)
+  {
+    const char *key = json_get_str(r, "key");
+    if(!key || strcmp(key, "metadata.name") || !requirement_ok(r, name))
+      return false;
+  }
+  return true;
+}
+
+bool sched_spec_fits(const cJSON *spec, const cJSON *labels, const char *name)
 {
   const cJSON *sel;
-  cJSON_ArrayForEach(sel, json_get(pod, "spec.nodeSelector"))
+  cJSON_ArrayForEach(sel, cJSON_GetObjectItemCaseSensitive(spec, "nodeSelector"))
   {
     const cJSON *lv = cJSON_GetObjectItemCaseSensitive(labels, sel->string);
     if(!cJSON_IsString(sel) || !cJSON_IsString(lv) || strcmp(sel->valuestring, lv->valuestring))
       return false;
   }
-  const cJSON *terms = json_get(pod, "spec.affinity.nodeAffinity."
-                                     "requiredDuringSchedulingIgnoredDuringExecution");
-  terms = cJSON_GetObjectItemCaseSensitive(terms, "nodeSelectorTerms");
-  if(!cJSON_GetArraySize(terms))
+  const cJSON *req = json_get(spec, "affinity.nodeAffinity."
+                                    "requiredDuringSchedulingIgnoredDuringExecution");
+  if(!req)
     return true;
-  const cJSON *t; /* terms are ORed, requirements within a term ANDed */
-  cJSON_ArrayForEach(t, terms)
+  const cJSON *t; /* terms are ORed */
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(req, "nodeSelectorTerms"))
   {
-    bool ok = true;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "matchExpressions"))
-      ok = ok && requirement_ok(r, labels);
-    if(ok)
+    if(term_ok(t, labels, name))
       return true;
   }
   return false;
@@ -215,7 +229,7 @@ static bool pick_node(struct jr *jr, const cJSON *pod, char *node, size_t nodele
         continue;
       }
       const cJSON *labels = json_get(v[i], "metadata.labels");
-      if(!node_matches(pod, labels)) {
+      if(!sched_spec_fits(json_get(pod, "spec"), labels, name)) {
         mismatch++;
         continue;
       }
@@ -278,7 +292,7 @@ bool sched_fits(struct jr *jr, const cJSON *pod, char *node, size_t nodelen, cha
              : true;
   if(json_get(pod, "spec.nodeSelector") || json_get(pod, "spec.affinity.nodeAffinity")) {
     cJSON *labels = node_labels(jr);
-    bool ok = node_matches(pod, labels);
+    bool ok = sched_spec_fits(json_get(pod, "spec"), labels, jr->cfg->node_name);
     cJSON_Delete(labels);
     if(!ok) {
       *why = strdup("0/1 nodes are available: 1 node(s) didn't match Pod's node "
