@@ -296,7 +296,10 @@ static cJSON *manifest(const struct agent *a, const char *dir, struct na_fail *f
       char path[DIR_MAX + 520];
       snprintf(path, sizeof(path), "%s/%s", sub, fe->d_name);
       size_t n = strlen(fe->d_name);
-      if(lstat(path, &st) || !S_ISREG(st.st_mode) || (n > 5 && !strcmp(fe->d_name + n - 5, ".part")))
+      /* criu's logs stay where they were written: the restore needs none of them */
+      if(lstat(path, &st) || !S_ISREG(st.st_mode) ||
+         (n > 5 && !strcmp(fe->d_name + n - 5, ".part")) ||
+         (n > 4 && !strcmp(fe->d_name + n - 4, ".log")))
         continue;
       char dg[DIGEST_SHA256_LEN];
       size_t size = 0;

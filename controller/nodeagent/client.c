@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,60 @@ static gw_rc urls(const struct na_target *t, const char *path, char *url, size_t
   return GW_OK;
 }
 
+/* Curl handles per thread and per agent endpoint, reset before each call: a reset keeps its
+ * live connections and TLS sessions, so the calls of a transfer (a file each) and of a reconcile
+ * to the same agent reuse one connection instead of a handshake each. A handle only ever talks
+ * to one endpoint: every agent's URL names the same service, and a connection must never be
+ * taken for another node's. Freed when the thread ends. */
+#define HANDLES 8
+struct handles {
+  char endpoint[HANDLES][160];
+  CURL *c[HANDLES];
+  unsigned next;
+};
+
+static pthread_key_t handle_key;
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+
+static void handles_free(void *p)
+{
+  struct handles *h = p;
+  for(size_t i = 0; i < HANDLES; i++)
+    if(h->c[i])
+      curl_easy_cleanup(h->c[i]);
+  free(h);
+}
+
+static void handle_key_make(void)
+{
+  if(pthread_key_create(&handle_key, handles_free))
+    handle_key = 0;
+}
+
+static CURL *handle(const char *endpoint)
+{
+  pthread_once(&handle_once, handle_key_make);
+  struct handles *h = pthread_getspecific(handle_key);
+  if(!h) {
+    h = calloc(1, sizeof(*h));
+    if(!h || pthread_setspecific(handle_key, h)) {
+      free(h);
+      return NULL;
+    }
+  }
+  for(size_t i = 0; i < HANDLES; i++)
+    if(h->c[i] && !strcmp(h->endpoint[i], endpoint)) {
+      curl_easy_reset(h->c[i]);
+      return h->c[i];
+    }
+  size_t i = h->next++ % HANDLES; /* the oldest goes */
+  if(h->c[i])
+    curl_easy_cleanup(h->c[i]);
+  h->c[i] = curl_easy_init();
+  snprintf(h->endpoint[i], sizeof(h->endpoint[i]), "%s", endpoint);
+  return h->c[i];
+}
+
 static gw_rc perform(const struct na_target *t, const char *method, const char *path,
                      const char *ctype, const void *body, size_t len,
                      struct curl_slist *extra, struct strbuf *answer, int *code, char *err,
@@ -53,7 +108,7 @@ static gw_rc perform(const struct na_target *t, const char *method, const char *
   gw_rc rc = urls(t, path, url, sizeof(url), conn, sizeof(conn), err, errlen);
   if(rc)
     return rc;
-  CURL *c = curl_easy_init();
+  CURL *c = handle(t->endpoint);
   if(!c)
     return GW_ENOMEM;
   struct curl_slist *h = extra, *to = curl_slist_append(NULL, conn);
@@ -82,7 +137,6 @@ static gw_rc perform(const struct na_target *t, const char *method, const char *
   CURLcode cc = curl_easy_perform(c);
   long http = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
-  curl_easy_cleanup(c);
   curl_slist_free_all(h);
   curl_slist_free_all(to);
   *code = (int)http;
