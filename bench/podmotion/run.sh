@@ -443,7 +443,8 @@ echo "clients: one connection each, no reset; the cluster's counter went $(awk '
 # The timeline's fields (seg A B below takes them by number):
 #  1 name          2 freezeDuration   3 created (watch)       4 Checkpointing (watch)
 #  5 dump start    6 dump end (agent) 7 checkpoint returned   8 Transferring (watch)
-#  9 transfer returned               10 Restoring (watch)    11 restored Pod created (audit)
+#  9 transfer returned               10 Restoring (watch)    11 checkpoint named on the
+#                                                               restored Pod (audit "restore")
 # 12 restored Pod seen (pod watch)   13 admitted (kubelet)   14 sandbox created (kubelet)
 # 15 restored (kubelet)             16 criu restore ms       17 Verifying (watch)
 # 18 probe passed (audit)           19 detach returned       20 attach returned
@@ -473,7 +474,7 @@ awk '
       m = mig[i]; p = pod[m]
       print m, freeze[m], at("seen " m), at("Checkpointing " m), at("dumpstart " m), at("dumpend " m), \
         at("a-checkpoint " m), at("Transferring " m), at("a-transfer " m), at("Restoring " m), \
-        at("a-create-restored-pod " m), at("pod " p), at("admitted " p), at("sandbox " p), \
+        at("a-restore " m), at("pod " p), at("admitted " p), at("sandbox " p), \
         at("restored " p), at("criu " p), at("Verifying " m), at("a-probe " m), at("a-detach " m), \
         at("a-attach " m), at("a-delete-source-pod " m), \
         at("a-remove-checkpoint " m), at("Completed " m)
@@ -536,15 +537,15 @@ row "its answer reaches the controller (checkpoint call returns)" "$(seg 6 7)"
 row "controller: CheckpointComplete, phase Transferring written (watch)" "$(seg 7 8)"
 row "controller: next reconcile, POST /v1/send returns (the agents' copy: $(pct "$work/s-xfer" 0.5))" "$(seg 8 9)"
 row "controller: TransferComplete, phase Restoring written (watch)" "$(seg 9 10)"
-row "controller: next reconcile, both agents' state, the restored Pod created (create returns)" "$(seg 10 11)"
-row "destination kubelet: the Pod seen and admitted" "$(seg 11 13)"
-row "destination kubelet: sandbox (netns, the source's address and MAC, shields, link)" "$(seg 13 14)"
-row "destination kubelet: container restored (criu restore itself: $(col 16))" "$(seg 14 15)"
+row "controller: next reconcile, the checkpoint named on the restored Pod (patch returns)" "$(seg 10 11)"
+row "destination kubelet: the Pod's update seen, container restored (criu restore itself: $(col 16))" "$(seg 11 15)"
 row "= dump start to restored (each row is a median: they need not add up)" "$(seg 5 15)"
 row "  status.freezeDuration (the same window from the agents' records)" "$f50"
 echo "around it:"
 row "created -> phase Checkpointing written (Pending, Validating)" "$(seg 3 4)"
-row "phase Checkpointing written -> dump start (the checkpoint call reaches the agent)" "$(seg 4 5)"
+row "phase Checkpointing written -> dump start (the restored Pod created, the checkpoint call reaches the agent)" "$(seg 4 5)"
+row "the restored Pod seen -> admitted (kubelet; made before the dump ends)" "$(seg 12 13)"
+row "admitted -> sandbox made (netns, the source's address and MAC, shields, link)" "$(seg 13 14)"
 row "restored -> phase Verifying written (the Pod's status seen, both agents' state, freezeDuration)" "$(seg 15 17)"
 row "phase Verifying -> probe passed (from inside the shielded copy)" "$(seg 17 18)"
 row "probe passed -> detach returned (the source's link down)" "$(seg 18 19)"

@@ -52,6 +52,7 @@ cJSON *agent_release(struct agent *a, const cJSON *req, struct na_fail *f);
 cJSON *agent_detach(struct agent *a, const cJSON *req, struct na_fail *f);
 cJSON *agent_attach(struct agent *a, const cJSON *req, struct na_fail *f);
 cJSON *agent_probe(struct agent *a, const cJSON *req, struct na_fail *f);
+cJSON *agent_address(struct agent *a, const cJSON *req, struct na_fail *f);
 cJSON *agent_remove(struct agent *a, const cJSON *req, struct na_fail *f);
 cJSON *agent_list(struct agent *a, const cJSON *req, struct na_fail *f);
 /* One received file: dir is the migration's directory name, file CONTAINER/FILE. */

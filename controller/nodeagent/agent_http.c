@@ -81,6 +81,7 @@ HANDLER(h_release, agent_release)
 HANDLER(h_detach, agent_detach)
 HANDLER(h_attach, agent_attach)
 HANDLER(h_probe, agent_probe)
+HANDLER(h_address, agent_address)
 HANDLER(h_remove, agent_remove)
 HANDLER(h_list, agent_list)
 
@@ -176,6 +177,7 @@ static const struct http_route routes[] = {
   { "POST", NA_PATH_DETACH, h_detach, true },
   { "POST", NA_PATH_ATTACH, h_attach, true },
   { "POST", NA_PATH_PROBE, h_probe, true },
+  { "POST", NA_PATH_ADDRESS, h_address, true },
   { "POST", NA_PATH_REMOVE, h_remove, true },
   { "POST", NA_PATH_LIST, h_list, true },
   { "GET", "/healthz", h_healthz, false },

@@ -813,6 +813,23 @@ cJSON *agent_probe(struct agent *a, const cJSON *req, struct na_fail *f)
   return out;
 }
 
+cJSON *agent_address(struct agent *a, const cJSON *req, struct na_fail *f)
+{
+  struct ctr c[CTR_MAX];
+  size_t n = 0;
+  if(!resolve(a, req, c, &n, f))
+    return NULL;
+  char ip[32] = "", mac[32] = "", err[1024] = "";
+  if(na_link_addr(c[0].netns, "eth0", mac, sizeof(mac), ip, sizeof(ip), err, sizeof(err))) {
+    fail(f, 422, "NoPodNetwork", "the pod has no eth0 to move: %s", err);
+    return NULL;
+  }
+  cJSON *out = cJSON_CreateObject();
+  cJSON_AddStringToObject(out, "ip", ip);
+  cJSON_AddStringToObject(out, "mac", mac);
+  return out;
+}
+
 cJSON *agent_remove(struct agent *a, const cJSON *req, struct na_fail *f)
 {
   char dir[DIR_MAX];

@@ -24,6 +24,7 @@
 #define NA_PATH_DETACH "/v1/detach"         /* source: the handover (link down) */
 #define NA_PATH_ATTACH "/v1/attach"         /* destination: the handover (shield down) */
 #define NA_PATH_PROBE "/v1/probe"           /* destination: the verification probe */
+#define NA_PATH_ADDRESS "/v1/address"       /* source: the pod's address and MAC */
 #define NA_PATH_REMOVE "/v1/remove"         /* either: delete the checkpoint */
 #define NA_PATH_LIST "/v1/list"             /* either: the checkpoints kept here */
 

@@ -233,6 +233,37 @@ static gw_rc step_rollback(struct pmig *p)
   return GW_OK;
 }
 
+static cJSON *restored_pod(struct pmig *p, const cJSON *src, const char *name, const char *dir,
+                           const char *ip, const char *mac);
+
+/* Creates the restored pod (dir NULL: its checkpoint named later) and records its name; false
+ * when it could not be made (the rollback is queued). */
+static bool create_restored(struct pmig *p, const cJSON *src, const char *dir, const char *ip,
+                            const char *mac)
+{
+  char name[254];
+  const char *uid = json_get_str(p->obj, "metadata.uid") ? json_get_str(p->obj, "metadata.uid")
+                                                          : "x";
+  snprintf(name, sizeof(name), "%.48s-%.5s", pod_name(p), uid);
+  cJSON *pod = restored_pod(p, src, name, dir, ip, mac);
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_create(p->ctx->kube, &KUBE_PODS, p->ns, pod, false, NULL, &st);
+  cJSON_Delete(pod);
+  bool ok = !rc || rc == GW_ECONFLICT; /* made by an earlier reconcile that died */
+  pmig_audit(p, "create-restored-pod", dst_node(p), name, ok, "%s",
+             !ok ? (st.message[0] ? st.message : gw_strerror(rc))
+                 : dir ? "restores the checkpoint, shielded"
+                       : "its sandbox is made, shielded, while the source is dumped");
+  if(!ok)
+    pmig_rollback(p, "RestoreFailed", "cannot create the restored pod %s on node %s: %s", name,
+                  dst_node(p), st.message[0] ? st.message : gw_strerror(rc));
+  else
+    edit_set_str(&p->ed, "destinationPodName", name);
+  kube_status_release(&st);
+  return ok;
+}
+
 /* ---- the steps ---- */
 static gw_rc step_checkpoint(struct pmig *p, const cJSON *pod)
 {
@@ -243,6 +274,24 @@ static gw_rc step_checkpoint(struct pmig *p, const cJSON *pod)
     cJSON_Delete(req);
     pmig_rollback(p, "SourcePodNotRunning", "a container of pod %s is not running", pod_name(p));
     return GW_OK;
+  }
+  /* the restored pod first: its node makes the shielded sandbox while the source is dumped,
+   * so that time is not frozen time */
+  if(!json_get_str(p->obj, "status.destinationPodName")) {
+    cJSON *addr = NULL;
+    gw_rc arc = call(p, src_node(p), NA_PATH_ADDRESS, req, &addr, why, sizeof(why));
+    const char *ip = json_get_str(addr, "ip"), *mac = json_get_str(addr, "mac");
+    bool made = !arc && ip && mac && create_restored(p, pod, NULL, ip, mac);
+    if(!made && arc) {
+      pmig_cond(p, "Checkpointing", COND_FALSE, "CheckpointFailed", "%s", why);
+      pmig_rollback(p, "CheckpointFailed", "the address of pod %s on node %s: %s", pod_name(p),
+                    src_node(p), why);
+    }
+    cJSON_Delete(addr);
+    if(!made) {
+      cJSON_Delete(req);
+      return GW_OK;
+    }
   }
   gw_rc rc = call(p, src_node(p), NA_PATH_CHECKPOINT, req, &out, why, sizeof(why));
   cJSON_Delete(req);
@@ -337,7 +386,8 @@ static cJSON *restored_pod(struct pmig *p, const cJSON *src, const char *name, c
                                       RESTORE_MAC_ANNOTATION };
   for(size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
     cJSON_DeleteItemFromObjectCaseSensitive(ann, ours[i]);
-  cJSON_AddStringToObject(ann, RESTORE_FROM_ANNOTATION, dir);
+  if(dir)
+    cJSON_AddStringToObject(ann, RESTORE_FROM_ANNOTATION, dir);
   cJSON_AddStringToObject(ann, RESTORE_IP_ANNOTATION, ip);
   cJSON_AddStringToObject(ann, RESTORE_MAC_ANNOTATION, mac);
   cJSON_AddItemToObject(md, "annotations", ann);
@@ -383,35 +433,57 @@ static gw_rc step_restore(struct pmig *p, const cJSON *src)
       cJSON_Delete(src_state);
       return GW_OK;
     }
-    char name[254];
-    const char *uid = json_get_str(p->obj, "metadata.uid") ? json_get_str(p->obj, "metadata.uid")
-                                                            : "x";
-    snprintf(name, sizeof(name), "%.48s-%.5s", pod_name(p), uid);
-    cJSON *pod = restored_pod(p, src, name, dir, ip, mac);
-    struct kube_status st;
-    kube_status_init(&st);
-    rc = kube_create(p->ctx->kube, &KUBE_PODS, p->ns, pod, false, NULL, &st);
-    pmig_audit(p, "create-restored-pod", dst_node(p), name, !rc || rc == GW_ECONFLICT, "%s",
-               rc && rc != GW_ECONFLICT ? (st.message[0] ? st.message : gw_strerror(rc))
-                                        : "restores the checkpoint, shielded");
-    if(rc && rc != GW_ECONFLICT) {
-      pmig_rollback(p, "RestoreFailed", "cannot create the restored pod %s on node %s: %s",
-                    name, dst_node(p), st.message[0] ? st.message : gw_strerror(rc));
-      rc = GW_OK;
-    } else {
-      edit_set_str(&p->ed, "destinationPodName", name);
+    if(create_restored(p, src, dir, ip, mac)) {
       pmig_cond(p, "Restoring", COND_TRUE, "InProgress", "pod %s created on node %s to "
-                "restore the checkpoint", name, dst_node(p));
+                "restore the checkpoint", json_get_str(p->obj, "status.destinationPodName") ?
+                                          json_get_str(p->obj, "status.destinationPodName") : "",
+                dst_node(p));
       edit_requeue(&p->ed, 5000); /* its status changes wake this one; a fallback */
-      rc = GW_OK;
     }
-    kube_status_release(&st);
-    cJSON_Delete(pod);
     cJSON_Delete(dst_state);
     cJSON_Delete(src_state);
-    return rc;
+    return GW_OK;
   }
   cJSON *dp = dest_pod(p);
+  if(dp && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(json_get(dp, "metadata.annotations"),
+                                                             RESTORE_FROM_ANNOTATION))) {
+    /* made before the dump: now the checkpoint it restores is on its node */
+    cJSON_Delete(dp);
+    cJSON *req = request(p), *dst_state = NULL;
+    gw_rc rc = call(p, dst_node(p), NA_PATH_STATE, req, &dst_state, why, sizeof(why));
+    cJSON_Delete(req);
+    const char *dir = json_get_str(dst_state, "dir");
+    if(rc || !json_get_bool(dst_state, "received.complete", false) || !dir) {
+      pmig_rollback(p, "RestoreFailed", "the checkpoint is not complete on node %s: %s",
+                    dst_node(p), rc ? why : "the destination agent has no complete copy");
+      cJSON_Delete(dst_state);
+      return GW_OK;
+    }
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"),
+                                         "annotations");
+    cJSON_AddStringToObject(ann, RESTORE_FROM_ANNOTATION, dir);
+    char *body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    cJSON_Delete(dst_state);
+    struct kube_status st;
+    kube_status_init(&st);
+    rc = body ? kube_patch(p->ctx->kube, &KUBE_PODS, p->ns, dn, KUBE_PATCH_MERGE, body, NULL,
+                           NULL, &st)
+              : GW_ENOMEM;
+    pmig_audit(p, "restore", dst_node(p), dn, !rc, "%s",
+               rc ? (st.message[0] ? st.message : gw_strerror(rc)) : "its checkpoint named");
+    kube_status_release(&st);
+    cJSON_free(body);
+    if(rc == GW_ENOTFOUND) {
+      pmig_rollback(p, "RestoreFailed", "the restored pod %s is gone", dn);
+      return GW_OK;
+    }
+    if(rc)
+      return rc;
+    edit_requeue(&p->ed, 5000); /* its status changes wake this one; a fallback */
+    return GW_OK;
+  }
   if(!dp) {
     time_t since = kt_parse_rfc3339(json_get_str(cond_find(p->obj, "Restoring"),
                                                  "lastTransitionTime"));

@@ -249,9 +249,10 @@ Test(podmotion_move, a_live_counter_moves_and_keeps_its_connection)
   cr_expect(dir_empty(cl_path(&E.c, "nodes/node-b/checkpoints")), "node-b kept a checkpoint");
   /* the audit log: every action on a pod or a node, in order */
   char *audit = audit_actions();
-  cr_expect_str_eq(audit, "checkpoint:success transfer:success create-restored-pod:success "
-                          "probe:success detach:success attach:success delete-source-pod:success "
-                          "remove-checkpoint:success remove-checkpoint:success");
+  cr_expect_str_eq(audit, "create-restored-pod:success checkpoint:success transfer:success "
+                          "restore:success probe:success detach:success attach:success "
+                          "delete-source-pod:success remove-checkpoint:success "
+                          "remove-checkpoint:success");
   free(audit);
   /* the controller's metrics */
   char *metrics = e2e_controller_metrics(&E);
@@ -297,8 +298,9 @@ Test(podmotion_move, a_copy_that_never_passes_its_probe_rolls_back)
   cr_expect(!json_get_bool(m, "status.checkpoint.removed", false));
   cr_expect(!dir_empty(cl_path(&E.c, "nodes/node-a/checkpoints")), "RetainOnFailure lost it");
   char *audit = audit_actions();
-  cr_expect_str_eq(audit, "checkpoint:success transfer:success create-restored-pod:success "
-                          "probe:failure delete-restored-pod:success release:success");
+  cr_expect_str_eq(audit, "create-restored-pod:success checkpoint:success transfer:success "
+                          "restore:success probe:failure delete-restored-pod:success "
+                          "release:success");
   free(audit);
   char *metrics = e2e_controller_metrics(&E);
   cr_expect_eq(e2e_metric(metrics, "godwit_podmigration_rollbacks_total{reason="

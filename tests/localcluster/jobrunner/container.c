@@ -180,6 +180,14 @@ void ctr_start(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, size_t index)
   const cJSON *spec = ctr_spec(p, c);
   if(!spec)
     return;
+  /* A restore's sandbox made ahead of its checkpoint: the containers wait for it (the Pod's
+   * update naming it wakes this node at once) */
+  if(ctr_restore_pending(p) && !c->init && !c->ever_started) {
+    if(strcmp(c->wait_reason, "ContainerCreating") || !c->wait_msg)
+      ctr_set_waiting(c, "ContainerCreating", "waiting for the checkpoint to restore "
+                      "(annotation " "migration.podmotion.io/restore-from)");
+    return;
+  }
   struct kcache kc = { 0 };
   char err[2048];
   char **env = env_build(jr, &kc, p->pod, spec, p->vols.sa_dir, err, sizeof(err));

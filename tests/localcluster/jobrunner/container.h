@@ -31,6 +31,8 @@ void ctr_stop(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, long grace_s);
 
 /* restore.c: the directory a restored Pod's containers come from, or NULL. */
 const char *ctr_restore_dir(const struct pod_rt *p);
+/* A restore's Pod (its address annotated) whose checkpoint is not named yet. */
+bool ctr_restore_pending(const struct pod_rt *p);
 /* Restores container c from its checkpoint into the Pod's sandbox, its output to log; *pid is
  * the restored tree's root, reparented to us. An rc with err (the StartError message). */
 gw_rc ctr_restore(struct jr *jr, struct pod_rt *p, struct ctr_rt *c, const char *log,

@@ -66,6 +66,13 @@ const char *ctr_restore_dir(const struct pod_rt *p)
   return cJSON_IsString(v) && v->valuestring[0] == '/' ? v->valuestring : NULL;
 }
 
+bool ctr_restore_pending(const struct pod_rt *p)
+{
+  const cJSON *a = json_get(p->pod, "metadata.annotations");
+  return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, RESTORE_IP_ANNOTATION)) &&
+         !ctr_restore_dir(p);
+}
+
 static int64_t wall_ms(void)
 {
   struct timespec ts;
