@@ -27,7 +27,7 @@ struct agent {
   const char *peer_ca;    /* to check the destination agent's certificate */
   size_t max_file_bytes;  /* the largest checkpoint file accepted or sent */
   const char *fault;      /* tests only (--fault): checkpoint, send, corrupt-restore, attach,
-                          * slow-checkpoint, slow-send */
+                          * slow-checkpoint, slow-send, slow-state */
   /* metrics */
   atomic_long checkpoints_ok, checkpoints_failed, releases, detaches, attaches;
   atomic_long probes_ok, probes_failed, files_received, files_refused, removals;

@@ -705,6 +705,8 @@ cJSON *agent_state(struct agent *a, const cJSON *req, struct na_fail *f)
   char dir[DIR_MAX], path[PATH_LEN];
   if(!mig_dir(a, req, dir, sizeof(dir), NULL, f))
     return NULL;
+  if(agent_fault(a, "slow-state"))
+    sleep(3); /* tests: a cancel arrives while the controller waits for this call */
   cJSON *out = cJSON_CreateObject();
   cJSON_AddStringToObject(out, "dir", dir);
   cJSON_AddStringToObject(out, "node", a->node);

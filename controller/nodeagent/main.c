@@ -71,7 +71,7 @@ static const struct cfg_opt options[] = {
     "largest checkpoint file sent or received, in MiB (each is held in memory once)" },
   { "fault", "GODWIT_NODEAGENT_FAULT", CFG_STR, NULL, 0, 0, O(fault),
     "tests only: make one operation fail (checkpoint, send, corrupt-restore, attach) or "
-    "take 3 s longer (slow-checkpoint, slow-send)" },
+    "take 3 s longer (slow-checkpoint, slow-send, slow-state)" },
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug, info, warn or error" },
   { NULL, NULL, 0, NULL, 0, 0, 0, NULL },

@@ -154,10 +154,10 @@ Test(podmotion_faults, a_rollback_waits_for_the_source_agent)
 
 /* A cancel that arrives while an agent works (a dump, a transfer made 3 s longer) is acted on
  * as soon as the call returns: rolled back, Cancelled, the source serving its client. */
-static void cancel_during(const char *fault, const char *phase)
+static void cancel_during(const char *node, const char *fault, const char *phase)
 {
   int fd = counter("\"counter\"");
-  e2e_agent_restart(&E, "node-a", fault);
+  e2e_agent_restart(&E, node, fault);
   pm_move(&E, "move", "counter", NULL);
   cr_assert(e2e_wait_phase(&E, "move", phase, 30000), "never %s: %s", phase,
             e2e_phase(&E, "move"));
@@ -173,10 +173,17 @@ static void cancel_during(const char *fault, const char *phase)
 
 Test(podmotion_faults, a_cancel_while_checkpointing_rolls_back)
 {
-  cancel_during("slow-checkpoint", "Checkpointing");
+  cancel_during("node-a", "slow-checkpoint", "Checkpointing");
 }
 
 Test(podmotion_faults, a_cancel_while_transferring_rolls_back)
 {
-  cancel_during("slow-send", "Transferring");
+  cancel_during("node-a", "slow-send", "Transferring");
+}
+
+/* In Restoring the controller asks the destination agent where the checkpoint is (made 3 s
+ * longer): the restored copy, shielded, is deleted by the rollback. */
+Test(podmotion_faults, a_cancel_while_restoring_rolls_back)
+{
+  cancel_during("node-b", "slow-state", "Restoring");
 }
