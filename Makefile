@@ -226,10 +226,12 @@ test-demo: all $(BUILD)/tests/criu-counter
 	@echo "the PodMotion demo ran (its output: $(BUILD)/podmotion-demo.log)"
 
 # The alerts of manifests/monitoring/prometheusrule.yaml, with promtool, and the kustomize
-# component they ship in, with kubectl kustomize (tests/monitoring).
+# component they ship in, with kubectl kustomize (tests/monitoring); an install into another
+# namespace rendered the same way (tests/install).
 test-rules: $(BUILD)/godwit-yaml2json
 	tests/monitoring/rules-test.sh $(BUILD)
 	tests/monitoring/component-test.sh $(BUILD)
+	tests/install/namespace-test.sh
 
 # Every source must also build warning-free with clang.
 test-clang:
