@@ -405,7 +405,7 @@ Test(podmotion_move, retain_keeps_the_checkpoint_and_the_janitor_takes_orphans)
   char orphan[600];
   snprintf(orphan, sizeof(orphan), "%s", cl_path(&E.c, "nodes/node-c/checkpoints"));
   strncat(orphan, "/default_ghost_deadbeef", sizeof(orphan) - strlen(orphan) - 1);
-  char cmd[700];
+  char cmd[1400];
   snprintf(cmd, sizeof(cmd), "mkdir -p -m 0700 '%s/main' && echo x > '%s/main/pages-1.img'",
            orphan, orphan);
   cr_assert_eq(system(cmd), 0);
