@@ -601,6 +601,31 @@ void e2e_controller_kill(struct e2e *e)
   kill_and_wait(pid, SIGKILL);
 }
 
+/* Starts argv as a process of the cluster: a session of its own, its output appended to log,
+ * killed with the test, recorded in DIR/pids as name (so down stops it). Its pid. */
+static pid_t spawn_recorded(struct e2e *e, const char *name, const char *log, char *const argv[])
+{
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if(!pid) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setsid();
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if(fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  FILE *f = fopen(cl_path(&e->c, "pids"), "a");
+  if(f) {
+    fprintf(f, "%s %ld\n", name, (long)pid);
+    fclose(f);
+  }
+  return pid;
+}
+
 /* The node agent's published endpoint ("" when none). */
 static void agent_endpoint(struct e2e *e, const char *node, char *buf, size_t len)
 {
@@ -661,15 +686,13 @@ void e2e_agent_stop(struct e2e *e, const char *node, int sig)
 
 void e2e_agent_restart(struct e2e *e, const char *node, const char *fault)
 {
-  char name[80], path[64], before[160];
+  char name[80], before[160];
   snprintf(name, sizeof(name), "nodeagent-%s", node);
   pid_t pid = e2e_process_pid(e, name);
   cr_assert_gt(pid, 0, "no %s in %s", name, cl_path(&e->c, "pids"));
   /* the same command line as up gave it, without an earlier --fault */
-  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
   static char cmd[8192];
   size_t n = agent_cmdline(e, node, pid, cmd, sizeof(cmd));
-  FILE *f;
   char *argv[64];
   size_t a = 0;
   for(size_t i = 0; i < n && a < 58; i += strlen(cmd + i) + 1) {
@@ -679,7 +702,7 @@ void e2e_agent_restart(struct e2e *e, const char *node, const char *fault)
     }
     argv[a++] = cmd + i;
   }
-  cr_assert_gt(a, 1, "cannot read %s", path);
+  cr_assert_gt(a, 1, "cannot read the command line of %s", name);
   if(fault) {
     argv[a++] = "--fault";
     argv[a++] = (char *)fault;
@@ -690,24 +713,7 @@ void e2e_agent_restart(struct e2e *e, const char *node, const char *fault)
   char log[400];
   snprintf(log, sizeof(log), "%s", cl_path(&e->c, name));
   strncat(log, ".log", sizeof(log) - strlen(log) - 1);
-  pid_t c = fork();
-  cr_assert(c >= 0);
-  if(!c) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setsid();
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if(fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  f = fopen(cl_path(&e->c, "pids"), "a");
-  if(f) {
-    fprintf(f, "%s %ld\n", name, (long)c);
-    fclose(f);
-  }
+  spawn_recorded(e, name, log, argv);
   /* serving once its new endpoint is published */
   char now[160] = "";
   for(int i = 0; i < 200; i++) {
@@ -727,34 +733,19 @@ void e2e_controller_start(struct e2e *e)
   snprintf(port, sizeof(port), "%s", cl_path(&e->c, "controller.port"));
   snprintf(log, sizeof(log), "%s", cl_path(&e->c, "controller.log"));
   unlink(port);
-  pid_t pid = fork();
-  cr_assert(pid >= 0);
-  if(!pid) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setsid();
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if(fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    /* the node agents' CA and token, as up gives them, when the cluster has worker nodes */
-    char ca[400], tok[400];
-    snprintf(ca, sizeof(ca), "%s", cl_path(&e->c, "pki/nodeagent/ca.crt"));
-    snprintf(tok, sizeof(tok), "%s", cl_path(&e->c, "nodeagent.token"));
-    if(!access(tok, R_OK)) {
-      setenv("GODWIT_NODEAGENT_CA", ca, 1);
-      setenv("GODWIT_NODEAGENT_TOKEN_FILE", tok, 1);
-      setenv("GODWIT_PODMOTION_AUDIT_LOG", cl_path(&e->c, "podmotion-audit.log"), 1);
-    }
-    execl(bin, bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file", port,
-          "--bind", "127.0.0.1", "--log-level", "info", (char *)NULL);
-    _exit(127);
+  /* the node agents' CA and token, as up gives them, when the cluster has worker nodes (the
+   * controller reads its flags from the environment) */
+  char ca[400], tok[400];
+  snprintf(ca, sizeof(ca), "%s", cl_path(&e->c, "pki/nodeagent/ca.crt"));
+  snprintf(tok, sizeof(tok), "%s", cl_path(&e->c, "nodeagent.token"));
+  if(!access(tok, R_OK)) {
+    setenv("GODWIT_NODEAGENT_CA", ca, 1);
+    setenv("GODWIT_NODEAGENT_TOKEN_FILE", tok, 1);
+    setenv("GODWIT_PODMOTION_AUDIT_LOG", cl_path(&e->c, "podmotion-audit.log"), 1);
   }
-  FILE *f = fopen(cl_path(&e->c, "pids"), "a");
-  if(f) {
-    fprintf(f, "controller %ld\n", (long)pid);
-    fclose(f);
-  }
+  char *argv[] = { bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file",
+                   port, "--bind", "127.0.0.1", "--log-level", "info", NULL };
+  spawn_recorded(e, "controller", log, argv);
   for(int i = 0; i < 200; i++) {
     if(access(port, R_OK) == 0)
       return;
