@@ -28,7 +28,7 @@
 
 struct pmig_opts pmig_opts;
 
-static cJSON *cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns, const char *name)
+cJSON *pmig_cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns, const char *name)
 {
   struct informer *inf = mgr_cache(p->ctx->mgr, gvr);
   char key[512];
@@ -39,7 +39,7 @@ static cJSON *cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns,
 bool pmig_agent_target(struct pmig *p, const char *node, struct na_target *t, char *ep,
                        size_t eplen, char *why, size_t wlen)
 {
-  cJSON *n = cached(p, &KUBE_NODES, NULL, node);
+  cJSON *n = pmig_cached(p, &KUBE_NODES, NULL, node);
   const char *text = cJSON_GetStringValue(
     cJSON_GetObjectItemCaseSensitive(json_get(n, "metadata.annotations"), PG_AGENT_ANNOTATION));
   cJSON *caps = text ? cJSON_Parse(text) : NULL;
@@ -175,7 +175,7 @@ static void retention(struct pmig *p, bool succeeded, bool force)
 static cJSON *dest_pod(struct pmig *p)
 {
   const char *n = json_get_str(p->obj, "status.destinationPodName");
-  return n ? cached(p, &KUBE_PODS, p->ns, n) : NULL;
+  return n ? pmig_cached(p, &KUBE_PODS, p->ns, n) : NULL;
 }
 
 static gw_rc step_rollback(struct pmig *p)
@@ -196,7 +196,7 @@ static gw_rc step_rollback(struct pmig *p)
     if(rc && rc != GW_ENOTFOUND && rc != GW_ECONFLICT)
       return rc;
   }
-  cJSON *pod = cached(p, &KUBE_PODS, p->ns, pod_name(p));
+  cJSON *pod = pmig_cached(p, &KUBE_PODS, p->ns, pod_name(p));
   char why[1024] = "";
   if(pod && src_node(p)) {
     cJSON *req = request(p);
@@ -783,7 +783,7 @@ gw_rc pmig_move(struct pmig *p)
     return step_rollback(p);
   bool verified = !strcmp(json_get_str(cond_find(p->obj, "TrafficVerified"), "status") ?: "",
                           "True");
-  cJSON *src = cached(p, &KUBE_PODS, p->ns, pod_name(p));
+  cJSON *src = pmig_cached(p, &KUBE_PODS, p->ns, pod_name(p));
   gw_rc rc = GW_OK;
   if(!verified && json_get_bool(p->obj, "spec.cancel", false))
     pmig_rollback(p, "Cancelled", "spec.cancel is true");
@@ -824,23 +824,17 @@ struct jan {
   long removed;
 };
 
-/* Whether a PodMigration NS/NAME with a uid starting UID8 exists. */
+/* Whether a PodMigration owns the checkpoint directory: its name is what na_dirname gives for
+ * the PodMigration of that namespace and name, uid included. */
 static bool owned(struct informer *migs, const char *dirname)
 {
-  char ns[64], name[96], u8[16];
-  if(sscanf(dirname, "%63[^_]_%95[^_]_%15s", ns, name, u8) != 3)
+  char ns[64], name[96], key[200], mine[NA_DIRNAME_MAX];
+  if(sscanf(dirname, "%63[^_]_%95[^_]_", ns, name) != 2)
     return false;
-  char key[200];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
   cJSON *m = informer_get(migs, key);
-  const char *uid = json_get_str(m, "metadata.uid");
-  char mine[16] = "";
-  size_t k = 0;
-  for(const char *c = uid ? uid : ""; *c && k < 8; c++)
-    if(*c != '-')
-      mine[k++] = *c;
-  mine[k] = 0;
-  bool ok = m && !strcmp(mine, u8);
+  bool ok = m && !na_dirname(ns, name, json_get_str(m, "metadata.uid"), mine) &&
+            !strcmp(mine, dirname);
   cJSON_Delete(m);
   return ok;
 }

@@ -99,6 +99,9 @@ void pmig_phase(struct pmig *p, int phase, const char *fmt, ...)
 void pmig_refuse(struct pmig *p, const char *cond, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
+/* The cached copy (a new object) of an object of gvr (ns NULL: cluster-scoped), or NULL. */
+cJSON *pmig_cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns, const char *name);
+
 /* validate.c: the Validating phase. */
 gw_rc pmig_validate(struct pmig *p) GW_MUST_CHECK;
 

@@ -17,18 +17,6 @@
 #include "../nodeagent/client.h"
 #include "pmig.h"
 
-static cJSON *cached(struct pmig *p, const struct kube_gvr *gvr, const char *ns,
-                     const char *name)
-{
-  struct informer *inf = mgr_cache(p->ctx->mgr, gvr);
-  char key[512];
-  if(ns)
-    snprintf(key, sizeof(key), "%s/%s", ns, name ? name : "");
-  else
-    snprintf(key, sizeof(key), "%s", name ? name : "");
-  return inf && name ? informer_get(inf, key) : NULL;
-}
-
 /* Still validating: Validating=True with why, looked at again when what it waits for changes. */
 static void wait_for(struct pmig *p, const char *reason, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
@@ -107,7 +95,7 @@ static void destination(struct pmig *p, const char *source, const struct pmig_ve
   out[0] = '\0';
   const char *want = json_get_str(p->obj, "spec.destination.nodeName");
   if(want) {
-    cJSON *node = cached(p, &KUBE_NODES, NULL, want);
+    cJSON *node = pmig_cached(p, &KUBE_NODES, NULL, want);
     if(!node)
       pmig_refuse(p, "NodeSelected", "NodeNotFound", "node \"%s\" (spec.destination.nodeName) "
                   "does not exist", want);
@@ -142,7 +130,7 @@ static void destination(struct pmig *p, const char *source, const struct pmig_ve
  * agent whose CRIU does not run. */
 static cJSON *agent(struct pmig *p, const char *node_name, char *why, size_t len)
 {
-  cJSON *node = cached(p, &KUBE_NODES, NULL, node_name);
+  cJSON *node = pmig_cached(p, &KUBE_NODES, NULL, node_name);
   const char *text = cJSON_GetStringValue(
     cJSON_GetObjectItemCaseSensitive(json_get(node, "metadata.annotations"), PG_AGENT_ANNOTATION));
   cJSON *caps = text ? cJSON_Parse(text) : NULL;
@@ -300,7 +288,7 @@ gw_rc pmig_validate(struct pmig *p)
     return GW_OK;
   }
   const char *pod_name = json_get_str(p->obj, "spec.source.podName");
-  cJSON *pod = cached(p, &KUBE_PODS, p->ns, pod_name);
+  cJSON *pod = pmig_cached(p, &KUBE_PODS, p->ns, pod_name);
   const char *node = json_get_str(pod, "spec.nodeName");
   const char *phase = json_get_str(pod, "status.phase");
   if(!pod)
