@@ -355,6 +355,7 @@ const char *e2e_event_message(struct e2e *e, const char *name, const char *reaso
 {
   static __thread char buf[2048];
   buf[0] = '\0';
+  e2e_wait_event(e, name, reason, 10000);
   cJSON *list = events_of(e, name);
   const cJSON *ev;
   cJSON_ArrayForEach(ev, json_get(list, "items"))
@@ -369,13 +370,19 @@ const char *e2e_event_message(struct e2e *e, const char *name, const char *reaso
 
 bool e2e_wait_event(struct e2e *e, const char *name, const char *reason, int timeout_ms)
 {
+  return e2e_wait_event_count(e, name, reason, 1, timeout_ms) > 0;
+}
+
+int e2e_wait_event_count(struct e2e *e, const char *name, const char *reason, int min,
+                         int timeout_ms)
+{
   long long end = now_ms() + timeout_ms;
-  do {
-    if(e2e_event_count(e, name, reason) > 0)
-      return true;
+  for(;;) {
+    int n = e2e_event_count(e, name, reason);
+    if(n >= min || now_ms() >= end)
+      return n;
     e2e_sleep_ms(200);
-  } while(now_ms() < end);
-  return false;
+  }
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -599,6 +606,21 @@ void e2e_controller_kill(struct e2e *e)
   pid_t pid = e2e_controller_pid(e);
   cr_assert_gt(pid, 0, "no controller pid in %s", cl_path(&e->c, "pids"));
   kill_and_wait(pid, SIGKILL);
+}
+
+void e2e_hold_job_create(struct e2e *e)
+{
+  cl_fault(&e->c, "{\"verb\":\"create\",\"pathRegex\":\"/jobs$\",\"code\":500,"
+                  "\"count\":1,\"delayMs\":20000}");
+}
+
+void e2e_controller_kill_holding(struct e2e *e)
+{
+  long long end = e2e_mono_ms() + 30000;
+  while(cl_fault_count(&e->c, 0) != 0 && e2e_mono_ms() < end)
+    e2e_sleep_ms(20);
+  cr_assert_eq(cl_fault_count(&e->c, 0), 0, "the controller created no Job within 30 s");
+  e2e_controller_kill(e);
 }
 
 /* Starts argv as a process of the cluster: a session of its own, its output appended to log,

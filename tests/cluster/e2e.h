@@ -126,8 +126,13 @@ char *e2e_events(struct e2e *e, const char *name);
 /* How many Events with that reason (counting repeats). */
 int e2e_event_count(struct e2e *e, const char *name, const char *reason);
 /* The message of the last Event with that reason ("" when none), thread-local buffer. */
+/* The message of the newest Event of that reason ("" when none). An Event is recorded after the
+ * status write that a test waits for: this waits up to 10 s for one to appear. */
 const char *e2e_event_message(struct e2e *e, const char *name, const char *reason);
 bool e2e_wait_event(struct e2e *e, const char *name, const char *reason, int timeout_ms);
+/* Waits until the Events of that reason count at least min; the count then (or at timeout). */
+int e2e_wait_event_count(struct e2e *e, const char *name, const char *reason, int min,
+                         int timeout_ms);
 
 /* Jobs of the Migration (label godwit.dev/migration=name): their names, sorted, one per line
  * (malloc'd); and how many there are. */
@@ -169,6 +174,15 @@ void e2e_agent_stop(struct e2e *e, const char *node, int sig);
  * fault when not NULL; returns once its new endpoint is published. */
 void e2e_agent_restart(struct e2e *e, const char *node, const char *fault);
 void e2e_controller_kill(struct e2e *e);
+/* A claim left undispatched by a controller that dies while creating its Job. A create in
+ * flight when a client dies is still served (kube-apiserver does the same), so refusing creates
+ * and clearing the rule after the kill lets a late create of the dead controller land. Instead,
+ * e2e_hold_job_create makes the API server hold the next Job create unanswered for 20 s and then
+ * refuse it (needs faults, and must be the first rule added); e2e_controller_kill_holding waits
+ * until a create is held and kills the controller then: nothing it sent can land later, and the
+ * next controller's creates pass. */
+void e2e_hold_job_create(struct e2e *e);
+void e2e_controller_kill_holding(struct e2e *e);
 void e2e_controller_start(struct e2e *e);
 
 /* The pid of the worker container's process group of a Migration (pgcopydb), or 0. */

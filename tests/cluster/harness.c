@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "strbuf.h"
 
@@ -269,9 +271,10 @@ static size_t sink(char *p, size_t size, size_t n, void *ud)
   return strbuf_add(sb, p, size * n) ? 0 : size * n;
 }
 
-void cl_fault(struct cl *c, const char *rule_json)
+/* POST (rule_json) or GET /__faults; the answer (the rules and their counts left). */
+static cJSON *faults_call(struct cl *c, const char *rule_json)
 {
-  cr_assert(c->what & CL_FAULTS, "cl_fault needs CL_FAULTS");
+  cr_assert(c->what & CL_FAULTS, "fault injection needs CL_FAULTS");
   char *tok = admin_token(c);
   cr_assert(tok, "no admin token in %s/tokens.csv", c->dir);
   char url[128], auth[256], ca[600];
@@ -287,7 +290,8 @@ void cl_fault(struct cl *c, const char *rule_json)
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_CAINFO, ca);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, rule_json);
+  if(rule_json)
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, rule_json);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
   CURLcode cc = curl_easy_perform(h);
@@ -295,9 +299,28 @@ void cl_fault(struct cl *c, const char *rule_json)
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   curl_slist_free_all(hdr);
   curl_easy_cleanup(h);
-  cr_assert(cc == CURLE_OK && code == 200, "POST /__faults %s: %s (%ld) %s", rule_json,
-            curl_easy_strerror(cc), code, strbuf_str(&sb));
+  cr_assert(cc == CURLE_OK && code == 200, "%s /__faults %s: %s (%ld) %s",
+            rule_json ? "POST" : "GET", rule_json ? rule_json : "", curl_easy_strerror(cc), code,
+            strbuf_str(&sb));
+  cJSON *o = cJSON_Parse(strbuf_str(&sb));
   strbuf_release(&sb);
+  cr_assert(o, "/__faults answered no JSON");
+  return o;
+}
+
+void cl_fault(struct cl *c, const char *rule_json)
+{
+  cJSON_Delete(faults_call(c, rule_json));
+}
+
+int cl_fault_count(struct cl *c, int i)
+{
+  cJSON *o = faults_call(c, NULL);
+  const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "rules"), i);
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "count");
+  int left = cJSON_IsNumber(n) ? n->valueint : INT_MIN;
+  cJSON_Delete(o);
+  return left;
 }
 
 int cl_eventually(int timeout_ms, int (*fn)(void *), void *arg)

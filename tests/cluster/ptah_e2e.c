@@ -82,10 +82,15 @@ bool ptah_has_event(struct e2e *e, const char *name, const char *type, const cha
 {
   char line[128];
   snprintf(line, sizeof(line), "%s %s (x", type, reason); /* e2e_events' format */
-  char *ev = e2e_events(e, name);
-  bool found = strstr(ev, line) != NULL;
-  free(ev);
-  return found;
+  long long end = e2e_mono_ms() + 10000;
+  for(;;) {
+    char *ev = e2e_events(e, name);
+    bool found = strstr(ev, line) != NULL;
+    free(ev);
+    if(found || e2e_mono_ms() >= end)
+      return found;
+    e2e_sleep_ms(200);
+  }
 }
 
 void ptah_acknowledge(struct e2e *e, const char *user, const char *ack, const char *operation,

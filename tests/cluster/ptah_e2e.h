@@ -32,7 +32,8 @@ const char *ptah_str(struct e2e *e, const char *name, const char *path);
 bool ptah_wait_version(struct e2e *e, const char *name, long long v, int timeout_ms);
 /* The PtahResultRecord's status.phase ("" when absent). */
 const char *ptah_record_phase(struct e2e *e, const char *record);
-/* An Event of that type and reason on PtahMigration name. */
+/* An Event of that type and reason on the object name (of e->kind); Events are recorded after
+ * the status writes tests wait for, so this waits up to 10 s for one. */
 bool ptah_has_event(struct e2e *e, const char *name, const char *type, const char *reason);
 /* user creates a PtahMigrationRunAcknowledgment of "shop" with kubectl. */
 void ptah_acknowledge(struct e2e *e, const char *user, const char *ack, const char *operation,

@@ -230,7 +230,7 @@ Test(podmotion_move, a_live_counter_moves_and_keeps_its_connection)
   cr_expect_str_eq(e2e_cond_reason(&E, "move", "CheckpointComplete"), "CheckpointWritten");
   cr_expect_str_eq(e2e_phase(&E, "move"), "Completed");
   cr_expect_geq(e2e_event_count(&E, "move", "CheckpointWritten"), 1);
-  cr_expect_geq(e2e_event_count(&E, "move", "PhaseTransition"), 7);
+  cr_expect_geq(e2e_wait_event_count(&E, "move", "PhaseTransition", 7, 10000), 7);
   cJSON *m = e2e_get(&E, "move");
   const char *freeze = json_get_str(m, "status.freezeDuration");
   cr_expect(freeze && strstr(freeze, "ms"), "freezeDuration %s", freeze ? freeze : "(none)");

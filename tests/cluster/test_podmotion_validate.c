@@ -84,7 +84,7 @@ static void want_failed(const char *name, const char *cond, const char *reason)
   cr_expect_str_eq(e2e_cond_reason(&E, name, cond), reason, "%s: %s", name,
                    e2e_cond_message(&E, name, cond));
   cr_expect_str_eq(e2e_cond_reason(&E, name, "Complete"), reason);
-  cr_expect_geq(e2e_event_count(&E, name, "PhaseTransition"), 3, "%s: Pending, Validating, "
+  cr_expect_geq(e2e_wait_event_count(&E, name, "PhaseTransition", 3, 10000), 3, "%s: Pending, Validating, "
                 "Failed", name);
 }
 

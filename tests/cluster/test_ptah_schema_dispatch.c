@@ -93,16 +93,15 @@ Test(ptah_schema_dispatch, a_result_read_that_times_out_is_retried_and_named)
 Test(ptah_schema_dispatch, other_runner_flags_refresh_the_admission_snapshot_once)
 {
   psch_start(&E, true);
-  cl_fault(&E.c, "{\"verb\":\"create\",\"pathRegex\":\"/jobs$\",\"code\":500,\"count\":-1}");
+  e2e_hold_job_create(&E);
   psch_schema(&E, "bob", ORDERS_V1, NULL);
   long long end = e2e_mono_ms() + 30000;
   while(e2e_mono_ms() < end && strcmp(ptah_str(&E, "orders", "status.operation.id"),
                                       "orders-plan-1"))
     e2e_sleep_ms(100);
   cr_assert_str_eq(ptah_str(&E, "orders", "status.operation.id"), "orders-plan-1");
+  e2e_controller_kill_holding(&E);
   cr_assert_str_eq(ptah_str(&E, "orders", "status.operation.startedAt"), "", "dispatched");
-  e2e_controller_kill(&E);
-  cl_fault(&E.c, "{\"clear\":true}");
   setenv("GODWIT_PTAH_LOCK_WAIT", "31", 1); /* the Job's arguments change, not the binding */
   e2e_controller_start(&E);
   want_plan();
