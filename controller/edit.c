@@ -319,7 +319,7 @@ static gw_rc apply_fields(struct status_edit *ed, cJSON *obj, bool *changed)
   return GW_OK;
 }
 
-/* What every write carries: observedGeneration, and the start time on the first one. */
+/* What every write carries: status.observedGeneration, and the start time on the first one. */
 static gw_rc stamp(const struct status_edit *ed, cJSON *obj)
 {
   long long gen = obj_generation(obj);
@@ -328,16 +328,8 @@ static gw_rc stamp(const struct status_edit *ed, cJSON *obj)
     gw_rc rc = json_set(obj, "status.observedGeneration", cJSON_CreateNumber((double)gen));
     if(rc)
       return rc;
-    /* this write decided every condition again from the object at this generation (those
-     * it did not touch still hold): none of them is stale after a spec change such as the
-     * cutover approval or a suspension */
-    cJSON *c;
-    cJSON_ArrayForEach(c, json_get_mut(obj, "status.conditions"))
-    {
-      cJSON *cg = cJSON_GetObjectItemCaseSensitive(c, "observedGeneration");
-      if(cJSON_IsNumber(cg))
-        cJSON_SetNumberValue(cg, (double)gen);
-    }
+    /* the conditions keep the generation they were decided at (cond_set_at stamps the ones
+     * this write decided): one left older says it was not looked at again since */
   }
   const char *start = ed->phases->start_field;
   char path[80];

@@ -82,10 +82,24 @@ enum step_outcome mig_step_catalog(struct mig *m)
   return m->ed.phase == MP_FAILED ? STEP_FAILED : out;
 }
 
-/* The worker exited: the copy is past, what remains is the tail of the clone. */
+/* The worker exited 0: the copy is past, what remains is the tail of the clone. The phase
+ * reaches Finalizing only once CopyingData is set (seed 000): a worker no probe saw copying (it
+ * finished between two samples, or the target hides its sessions' queries) is written as
+ * CopyingData first, from its exit, and Finalizing comes on the next pass. */
 enum step_outcome mig_step_finalizing(struct mig *m)
 {
-  if(m->phase == MP_CLONING)
-    edit_phase(&m->ed, MP_FINALIZING); /* the catalog starts in the same write */
+  if(m->phase != MP_CLONING)
+    return STEP_PASSED;
+  if(!mig_status_bool(m, "copyingDataSeen")) {
+    edit_set_bool(&m->ed, "copyingDataSeen", true);
+    if(!cond_is_true(m->obj, C_CLONE))
+      edit_cond(&m->ed, C_CLONE, COND_FALSE, "CopyingData",
+                "attempt %d: the worker copied the data and exited 0; no probe of the target "
+                "(one every %g s) saw its COPY workers", (int)mig_status_int(m, "attempts", 1),
+                (double)m->o->probe_interval_ms / 1000);
+    edit_requeue(&m->ed, 1);
+    return STEP_WAIT;
+  }
+  edit_phase(&m->ed, MP_FINALIZING); /* the catalog starts in the same write */
   return STEP_PASSED;
 }

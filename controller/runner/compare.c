@@ -348,8 +348,7 @@ int compare_main(int argc, char **argv)
       st_warn(&c, "compare.scope", "%s: comparing whole databases", o.w.reason);
   }
   if(!st_connect(&c, ST_SOURCE, "source.connect") || !st_connect(&c, ST_TARGET, "target.connect")) {
-    st_summary(&c, "cannot connect");
-    goto done;
+    goto done; /* st_connect wrote the summary */
   }
   struct pgc_err e;
   if(dc_session(c.src_c, &e) || dc_session(c.dst_c, &e)) {

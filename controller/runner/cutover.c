@@ -375,8 +375,7 @@ int cutover_main(int argc, char **argv)
     goto done;
   }
   if(!st_connect(&c, ST_SOURCE, "source.connect")) {
-    st_summary(&c, "cannot connect to the source");
-    goto done;
+    goto done; /* st_connect wrote the summary */
   }
   struct pgc_err e;
   char has[8] = "";

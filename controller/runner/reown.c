@@ -190,8 +190,7 @@ int reown_main(int argc, char **argv)
     goto done;
   }
   if(!st_connect(&c, ST_TARGET, "target.connect")) {
-    st_summary(&c, "cannot connect to the target");
-    goto done;
+    goto done; /* st_connect wrote the summary */
   }
   struct pgc_err e;
   if(pgc_value(c.dst_c, &e, o.role, sizeof(o.role), "SELECT CURRENT_USER::text", 0, NULL) ||

@@ -208,6 +208,7 @@ PGconn *st_connect(struct st_ctx *c, enum st_side s, const char *id)
   enum pgc_class cls = pgc_connect(ep, &c->retry, cp, why, sizeof(why));
   if(cls != PGC_OK) {
     st_fail(c, cls == PGC_TRANSIENT, id, "cannot connect to %s: %s", ep->desc, why);
+    st_summary(c, "cannot connect to %s: %s", ep->desc, why); /* the report says why */
     return NULL;
   }
   PQsetNoticeProcessor(*cp, quiet, NULL);

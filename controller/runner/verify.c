@@ -153,8 +153,7 @@ int verify_main(int argc, char **argv)
     goto done;
   }
   if(!st_connect(&c, ST_TARGET, "target.connect") || !st_connect(&c, ST_SOURCE, "source.connect")) {
-    st_summary(&c, "cannot connect");
-    goto done;
+    goto done; /* st_connect wrote the summary */
   }
   if(wd_load(&o.w, c.o.dir)) {
     st_fail(&c, false, "verify.tables", "out of memory");

@@ -148,6 +148,20 @@ void e2e_secret(struct e2e *e, const char *name, const char *uri)
   cJSON_Delete(o);
 }
 
+void e2e_secret_replace(struct e2e *e, const char *name, const char *uri)
+{
+  char *v = b64(uri);
+  char patch[1024];
+  snprintf(patch, sizeof(patch), "{\"data\":{\"uri\":\"%s\"}}", v);
+  free(v);
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_patch(e->k, &KUBE_SECRETS, E2E_NS, name, KUBE_PATCH_MERGE, patch, NULL, NULL,
+                        &st);
+  cr_assert(!rc, "secret %s: %s %s", name, gw_strerror(rc), st.message);
+  kube_status_release(&st);
+}
+
 void e2e_load(struct e2e *e, long orders)
 {
   pgfx_exec(&e->src, "shop",
@@ -479,9 +493,25 @@ static int on_event(void *ctx, const char *type, const cJSON *obj)
   (void)type;
   const char *ph = json_get_str(obj, "status.phase");
   if(ph) {
+    const char *clone = "-", *msg = "";
+    const cJSON *c;
+    cJSON_ArrayForEach(c, json_get(obj, "status.conditions"))
+    {
+      const char *t = json_get_str(c, "type"), *r = json_get_str(c, "reason");
+      if(t && r && !strcmp(t, "CloneCompleted")) {
+        clone = r;
+        msg = json_get_str(c, "message") ? json_get_str(c, "message") : "";
+      }
+    }
+    char state[64];
+    snprintf(state, sizeof(state), "%s/%s", ph, clone);
     pthread_mutex_lock(&p->mu);
     if(p->n < 64 && (!p->n || strcmp(p->seen[p->n - 1], ph)))
       snprintf(p->seen[p->n++], sizeof(p->seen[0]), "%s", ph);
+    if(p->ns < 96 && (!p->ns || strcmp(p->states[p->ns - 1], state))) {
+      snprintf(p->messages[p->ns], sizeof(p->messages[0]), "%s", msg);
+      snprintf(p->states[p->ns++], sizeof(p->states[0]), "%s", state);
+    }
     pthread_mutex_unlock(&p->mu);
   }
   return p->stop;
@@ -555,6 +585,37 @@ const char *e2e_phases_list(struct e2e_phases *ph)
   size_t used = 0;
   for(int i = 0; i < p->n && used < sizeof(buf) - 32; i++)
     used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "", p->seen[i]);
+  pthread_mutex_unlock(&p->mu);
+  return buf;
+}
+
+bool e2e_phases_saw_clone(struct e2e_phases *ph, const char *phase, const char *reason, char *msg,
+                          size_t len)
+{
+  struct e2e_rec *p = ph->r;
+  char state[64];
+  snprintf(state, sizeof(state), "%s/%s", phase, reason);
+  pthread_mutex_lock(&p->mu);
+  bool saw = false;
+  for(int i = 0; i < p->ns && !saw; i++)
+    if(!strcmp(p->states[i], state)) {
+      saw = true;
+      if(msg && len)
+        snprintf(msg, len, "%s", p->messages[i]);
+    }
+  pthread_mutex_unlock(&p->mu);
+  return saw;
+}
+
+const char *e2e_phases_clone_list(struct e2e_phases *ph)
+{
+  struct e2e_rec *p = ph->r;
+  static __thread char buf[4096];
+  buf[0] = '\0';
+  pthread_mutex_lock(&p->mu);
+  size_t used = 0;
+  for(int i = 0; i < p->ns && used < sizeof(buf) - 80; i++)
+    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "", p->states[i]);
   pthread_mutex_unlock(&p->mu);
   return buf;
 }

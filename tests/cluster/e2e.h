@@ -58,6 +58,9 @@ struct e2e_rec {
   pthread_mutex_t mu;
   char seen[64][24];
   int n;
+  char states[96][64]; /* "Phase/CloneCompleted's reason" ("-" without one), as they changed */
+  char messages[96][256]; /* CloneCompleted's message when each state was first seen */
+  int ns;
   bool running, used;
 };
 
@@ -76,6 +79,8 @@ void e2e_stop(struct e2e *e);
 
 /* A Secret with one key "uri". */
 void e2e_secret(struct e2e *e, const char *name, const char *uri);
+/* Its key "uri" replaced (a merge patch). */
+void e2e_secret_replace(struct e2e *e, const char *name, const char *uri);
 /* The sample database "shop" on the source: schemas public, sales and audit; customers (1000
  * rows, primary key, unique email), sales.orders (rows, primary key, a foreign key to
  * customers, an index), audit.log, the sequence sales.invoice_seq at 4242 and one large
@@ -163,6 +168,12 @@ void e2e_phases_stop(struct e2e_phases *p);
 bool e2e_phases_saw(struct e2e_phases *p, const char *phase);
 /* "Pending Validating Cloning ..." (thread-local buffer). */
 const char *e2e_phases_list(struct e2e_phases *p);
+/* Whether an update showed that phase with that CloneCompleted reason ("-": none); msg (when not
+ * NULL, len bytes) gets CloneCompleted's message then. */
+bool e2e_phases_saw_clone(struct e2e_phases *p, const char *phase, const char *reason, char *msg,
+                          size_t len);
+/* "Pending/- Validating/- Cloning/CloneRunning ..." (thread-local buffer). */
+const char *e2e_phases_clone_list(struct e2e_phases *p);
 
 /* The controller process: its pid, a SIGKILL, a fresh start with the same flags. */
 pid_t e2e_controller_pid(struct e2e *e);

@@ -52,7 +52,7 @@ static int run(char *const argv[], const char *log)
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static char *slurp(const char *path)
+char *cl_slurp(const char *path)
 {
   FILE *f = fopen(path, "rb");
   if(!f)
@@ -81,7 +81,7 @@ const char *cl_path(struct cl *c, const char *name)
 
 static int read_port(struct cl *c, const char *name)
 {
-  char *ports = slurp(cl_path(c, "ports"));
+  char *ports = cl_slurp(cl_path(c, "ports"));
   int port = 0;
   char key[64];
   snprintf(key, sizeof(key), "%s=", name);
@@ -128,7 +128,7 @@ void cl_start(struct cl *c, unsigned what)
   argv[n] = NULL;
   int rc = run(argv, cl_path(c, "up.log"));
   if(rc) {
-    char *log = slurp(cl_path(c, "up.log"));
+    char *log = cl_slurp(cl_path(c, "up.log"));
     cr_assert_fail("tests/localcluster/up failed (%d) in %s:\n%s", rc, c->dir, log ? log : "");
   }
   snprintf(c->kubeconfig, sizeof(c->kubeconfig), "%s/kubeconfig", c->dir);
@@ -162,7 +162,7 @@ static char *sanitizer_report(const struct cl *c)
   file[strcspn(file, "\n")] = '\0';
   if(!file[0])
     return NULL;
-  char *text = slurp(file);
+  char *text = cl_slurp(file);
   char *at = text ? strstr(text, "Sanitizer") : NULL;
   if(!at && text)
     at = strstr(text, "runtime error: ");
@@ -235,7 +235,7 @@ int cl_kubectl(struct cl *c, const char *user, char **out, const char *fmt, ...)
   char *argv[] = { "/bin/sh", "-c", cmd, NULL };
   unlink(outpath);
   int rc = run(argv, outpath);
-  char *s = slurp(outpath);
+  char *s = cl_slurp(outpath);
   if(out)
     *out = s ? s : strdup("");
   else
@@ -250,7 +250,7 @@ int cl_kubectl(struct cl *c, const char *user, char **out, const char *fmt, ...)
 
 static char *admin_token(struct cl *c)
 {
-  char *csv = slurp(cl_path(c, "tokens.csv"));
+  char *csv = cl_slurp(cl_path(c, "tokens.csv"));
   char *tok = NULL;
   char *save = NULL;
   for(char *line = csv ? strtok_r(csv, "\n", &save) : NULL; line && !tok;

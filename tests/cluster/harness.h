@@ -47,6 +47,8 @@ void cl_fault(struct cl *c, const char *rule_json);
 /* The count left of fault rule i (0 first, in the order added; -1 is every time), INT_MIN when
  * there is no rule i. */
 int cl_fault_count(struct cl *c, int i);
+/* The whole file at path (malloc'd; NULL when it cannot be read). */
+char *cl_slurp(const char *path);
 /* Path of a file in the cluster directory (logs: apiserver.log, webhook.log, ...). */
 const char *cl_path(struct cl *c, const char *name);
 /* Polls fn until it returns nonzero or timeout_ms passes; returns the last result. */

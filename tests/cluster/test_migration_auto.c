@@ -393,3 +393,47 @@ Test(migration_auto, a_schema_difference_is_a_schema_mismatch)
   cr_assert_eq(e2e_event_count(&E, "drift", "Verified"), 0, "%s", d);
   free(d);
 }
+
+/* A compare that cannot log in to the source gives no verdict: its Secret changed once the
+ * worker ran (the worker keeps the password it started with; the compare Pod reads the wrong
+ * one). The Migration completes, the copy being whole, and Verified says Unknown
+ * VerificationInconclusive with a Warning Event: not VerificationRunning, since no compare Job
+ * runs any more (issue 17). */
+Test(migration_auto, a_compare_without_a_verdict_is_inconclusive)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 20000);
+  e2e_apply(&E, HEAD_YAML "  verify:\n"
+                          "    compare: [data]\n",
+            "blind");
+  long long end = e2e_mono_ms() + 60000;
+  while(e2e_worker_pid(&E, "blind") <= 0 && e2e_mono_ms() < end)
+    e2e_sleep_ms(100);
+  cr_assert_gt(e2e_worker_pid(&E, "blind"), 0, "no worker ran");
+  char uri[512];
+  e2e_secret_replace(&E, "src", pgfx_uri(&E.src, uri, sizeof(uri), "src_app", "Not-The-Pw-1",
+                                         "shop"));
+  bool done = e2e_wait_cond(&E, "blind", "Complete", "True", "MigrationSucceeded", 120000) &&
+              e2e_wait_event(&E, "blind", "Completed", 10000);
+  char *d = e2e_describe(&E, "blind");
+  cr_assert(done, "not Complete:\n%s", d);
+  e2e_assert_same(&E);
+  cr_assert_str_eq(cond_of("blind", "Verified"), "Unknown/VerificationInconclusive", "%s", d);
+  const char *vm = e2e_cond_message(&E, "blind", "Verified");
+  cr_assert(strstr(vm, "blind-compare-1"), "%s", vm);
+  cr_assert(strstr(vm, "password authentication failed"), "the cause is not said: %s", vm);
+  cr_assert_null(strstr(vm, "Not-The-Pw-1"), "%s", vm);
+  cr_assert_eq(e2e_event_count(&E, "blind", "VerificationStarted"), 1, "%s", d);
+  cr_assert_eq(e2e_wait_event_count(&E, "blind", "VerificationInconclusive", 1, 10000), 1,
+               "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "blind", "Verified"), 0, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "blind", "VerificationMismatch"), 0, "%s", d);
+  char *ev = e2e_events(&E, "blind");
+  cr_assert(strstr(ev, "Warning VerificationInconclusive"), "%s", ev);
+  free(ev);
+  char *jobs = e2e_jobs(&E, "blind");
+  /* a refused login is not retried: another attempt would be refused the same way */
+  cr_assert(strstr(jobs, "blind-compare-1\n") && !strstr(jobs, "blind-compare-2"), "%s", jobs);
+  free(jobs);
+  free(d);
+}

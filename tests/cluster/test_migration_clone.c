@@ -36,6 +36,34 @@ static void assert_no_credentials(const char *what, const char *text)
   cr_assert_null(strstr(text, E.dst.password), "the superuser password appears in %s", what);
 }
 
+/* A copy no probe saw: the target hides the migration role's queries (track_activities off),
+ * so every sample counts no COPY worker. The worker's exit is written as CopyingData first, and
+ * only then is Finalizing entered (seed 000: not before CopyingData; CloneRunning never stands
+ * in Finalizing). */
+Test(migration_clone, a_copy_no_probe_saw_is_copying_data_before_finalizing)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "postgres", "ALTER ROLE dst_app SET track_activities = off");
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "shop");
+  e2e_apply(&E, CLONE_YAML, "shop");
+  bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 120000);
+  e2e_phases_stop(&ph);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete; %s\n%s", e2e_phases_clone_list(&ph), d);
+  char msg[256];
+  cr_assert(e2e_phases_saw_clone(&ph, "Cloning", "CopyingData", msg, sizeof(msg)), "%s",
+            e2e_phases_clone_list(&ph));
+  cr_assert(strstr(msg, "exited 0; no probe of the target"), "%s", msg);
+  cr_assert(e2e_phases_saw(&ph, "Finalizing"), "%s", e2e_phases_list(&ph));
+  cr_assert(!e2e_phases_saw_clone(&ph, "Finalizing", "CloneRunning", NULL, 0), "%s",
+            e2e_phases_clone_list(&ph));
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "CloneCompleted"), "CloneSucceeded", "%s", d);
+  e2e_assert_same(&E);
+  free(d);
+}
+
 Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
 {
   e2e_start(&E, NULL);
@@ -85,6 +113,15 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   cr_assert(e2e_phases_saw(&ph, "Validating"), "phases: %s", e2e_phases_list(&ph));
   cr_assert(e2e_phases_saw(&ph, "Cloning"), "phases: %s", e2e_phases_list(&ph));
   cr_assert(e2e_phases_saw(&ph, "Finalizing"), "phases: %s\n%s", e2e_phases_list(&ph), d);
+  /* CopyingData from the probe, which saw the COPY workers, before Finalizing; CloneRunning
+   * never left standing in Finalizing (seed 000) */
+  char msg[256];
+  cr_assert(e2e_phases_saw_clone(&ph, "Cloning", "CopyingData", msg, sizeof(msg)), "%s",
+            e2e_phases_clone_list(&ph));
+  cr_assert(strstr(msg, "COPY workers of this migration are connected to the target"),
+            "CopyingData not from the probe: %s", msg);
+  cr_assert(!e2e_phases_saw_clone(&ph, "Finalizing", "CloneRunning", NULL, 0), "%s",
+            e2e_phases_clone_list(&ph));
   cr_assert(!e2e_phases_saw(&ph, "Failed"), "phases: %s", e2e_phases_list(&ph));
 
   /* the finished Migration's pooled session is closed */
@@ -173,10 +210,16 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   cr_assert(strstr(out, "secretKeyRef"), "credentials come from Secrets");
   free(out);
   assert_no_credentials("the Migration and its Events", d);
-  char *log = NULL;
   cr_assert_eq(e2e_kubectl(&E, &out, "describe migration shop"), 0);
   assert_no_credentials("kubectl describe", out);
   free(out);
-  free(log);
+  static const char *const logs[] = { "controller.log", "webhook.log", "jobrunner.log",
+                                      "apiserver.log" };
+  for(size_t i = 0; i < sizeof(logs) / sizeof(logs[0]); i++) {
+    char *log = cl_slurp(cl_path(&E.c, logs[i]));
+    cr_assert(log && *log, "no %s", logs[i]);
+    assert_no_credentials(logs[i], log);
+    free(log);
+  }
   free(d);
 }

@@ -191,6 +191,32 @@ Test(migration_unit, a_failure_in_cutover_pending_is_written)
   edit_release(&m.ed);
 }
 
+/* A condition carries the generation it was decided at: a write at a newer generation stamps
+ * status.observedGeneration and the conditions it decided, not the others (issue 17; a
+ * restamp of every condition hid which ones were stale). */
+Test(migration_unit, a_condition_keeps_the_generation_it_was_decided_at)
+{
+  struct mig m;
+  memset(&m, 0, sizeof(m));
+  edit_init(&m.ed, &mig_phases);
+  edit_cond(&m.ed, C_CUTOVER, COND_TRUE, "DrainVerified", "drained");
+  cJSON *o = cJSON_Parse("{\"metadata\":{\"generation\":2},\"status\":{\"phase\":"
+                         "\"CuttingOver\",\"observedGeneration\":1,\"conditions\":[{\"type\":"
+                         "\"Validated\",\"status\":\"True\",\"reason\":\"SpecValid\","
+                         "\"message\":\"ok\",\"observedGeneration\":1,"
+                         "\"lastTransitionTime\":\"2026-12-01T00:00:00Z\"}]}}");
+  bool changed = false;
+  cr_assert_eq(edit_apply(&m.ed, o, "ns/m", &changed), GW_OK);
+  cr_assert(changed);
+  cr_assert_eq(json_get(o, "status.observedGeneration")->valuedouble, 2);
+  cr_assert_eq(json_get(cond_find(o, C_CUTOVER), "observedGeneration")->valuedouble, 2);
+  cr_assert_eq(json_get(cond_find(o, C_VALIDATED), "observedGeneration")->valuedouble, 1,
+               "a condition this write did not decide was restamped");
+  cr_assert(!cond_is_current(o, C_VALIDATED) && cond_is_current(o, C_CUTOVER));
+  cJSON_Delete(o);
+  edit_release(&m.ed);
+}
+
 /* ---- the worker's command line ---- */
 
 static char *joined(cJSON *args)
