@@ -1,6 +1,7 @@
-/* spec.suspend: the running worker (and a running handover) deleted, the work volume kept, phase
- * Suspended with suspendedFrom, Events Suspended and (live) SlotRetained; back to false, the
- * phase it was in, and the next worker resumes from the work dir. A suspension is not a failed
+/* spec.suspend: the running worker (and a running handover, preflight or version probe) deleted,
+ * the work volume kept, phase Suspended with suspendedFrom, Events Suspended and (live)
+ * SlotRetained; back to false, the phase it was in, and the next worker resumes from the work
+ * dir. A suspension is not a failed
  * attempt: the same attempt number runs again. See docs/dev/migration-controller.md, step 9. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +27,38 @@ static gw_rc stop(struct mig *m, const char *step, int attempt, bool *deleted)
   return rc;
 }
 
+/* Deletes the running Job of a runner step (its result not in yet); *deleted says so. */
+static gw_rc stop_step(struct mig *m, const char *step, bool *deleted)
+{
+  *deleted = false;
+  const char *res = step_result(m->obj, step);
+  if(*res && strcmp(res, "Running"))
+    return GW_OK;
+  return stop(m, step, step_attempt(m->obj, step), deleted);
+}
+
 gw_rc mig_suspend(struct mig *m)
 {
   int n = (int)mig_status_int(m, "attempts", 0);
-  bool worker = false, reown = false;
+  bool worker = false, reown = false, probe = false, preflight = false;
   gw_rc rc = stop(m, "worker", n, &worker);
+  /* Validating's Jobs too: a preflight left running could still apply grants (remediation)
+   * while the Migration says Suspended; it runs again, same attempt, on resume */
+  if(!rc)
+    rc = stop_step(m, "probe", &probe);
+  if(!rc)
+    rc = stop_step(m, "preflight", &preflight);
+  if(preflight || probe) {
+    const char *which = preflight ? "preflight" : "probe";
+    char job[96];
+    job_name(m, which, step_attempt(m->obj, which), job, sizeof(job));
+    edit_cond(&m->ed, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
+              "spec.suspend deleted the running Job %s before it finished; it runs again on "
+              "resume", job);
+  }
   int r = step_attempt(m->obj, "reown");
-  if(!rc && !*step_result(m->obj, "reown"))
-    rc = stop(m, "reown", r, &reown);
-  if(!rc && !strcmp(step_result(m->obj, "reown"), "Running"))
-    rc = stop(m, "reown", r, &reown);
+  if(!rc)
+    rc = stop_step(m, "reown", &reown);
   if(worker && mig_status_int(m, "workerStarted", 0) < n)
     edit_set_int(&m->ed, "workerStarted", n); /* its re-run resumes from the work dir */
   if(reown) {
@@ -51,16 +74,19 @@ gw_rc mig_suspend(struct mig *m)
     char claim[96];
     snprintf(claim, sizeof(claim), "%s-workdir", m->name);
     edit_event_if_phase(&m->ed, EV_NORMAL, "Suspended",
-                       "spec.suspend: %s%s; the work volume %s is kept and the next worker "
+                       "spec.suspend: %s%s%s; the work volume %s is kept and the next worker "
                        "resumes from it", n > 0 ? "deleted the worker" : "holding before the "
-                       "copy started", reown ? " and the running handover Job" : "", claim);
+                       "copy started", reown ? " and the running handover Job" : "",
+                       preflight ? " (the running preflight Job deleted: it runs again on "
+                       "resume)" : probe ? " (the running version probe Job deleted)" : "",
+                       claim);
     if(m->live && n > 0 && *m->slot)
       edit_event_if_phase(&m->ed, EV_WARNING, "SlotRetained",
                          "the suspended live migration keeps its replication slot %s, which "
                          "holds WAL on the source until it resumes or is deleted; watch the "
                          "source's disk", m->slot);
   }
-  if(worker || reown)
+  if(worker || reown || probe || preflight)
     edit_requeue(&m->ed, 1000); /* make sure they are gone */
   return rc;
 }

@@ -152,6 +152,65 @@ Test(migration_fail, a_target_role_without_create_is_remediated_and_a_dry_run_ap
   free(d);
 }
 
+/* Suspended while Validating: the preflight Job, held by a superuser Secret that does not exist
+ * yet, is deleted with the suspension, so when the Secret appears nothing grants anything
+ * while the Migration says Suspended; on resume the preflight runs again (same attempt),
+ * remediates and the copy completes (issue 17). */
+Test(migration_fail, a_suspension_while_validating_stops_the_preflight)
+{
+  e2e_start(&E, &(struct e2e_opts){ .no_target_create = true });
+  e2e_load(&E, 500);
+  e2e_apply(&E, E2E_MIGRATION_HEAD "  superuserSecretRef: {name: later}\n", "held");
+  bool waiting = false;
+  for(int i = 0; i < 300 && !waiting; i++) {
+    waiting = strstr(e2e_cond_message(&E, "held", "Validated"), "CreateContainerConfigError");
+    if(!waiting)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "held");
+  cr_assert(waiting, "%s", d);
+  free(d);
+  cr_assert(e2e_job_exists(&E, "held", "held-preflight-1"));
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration held --type merge -p "
+                                     "'{\"spec\":{\"suspend\":true}}'"), 0);
+  bool suspended = e2e_wait_phase(&E, "held", "Suspended", 30000);
+  d = e2e_describe(&E, "held");
+  cr_assert(suspended, "%s", d);
+  cJSON *m = e2e_get(&E, "held");
+  cr_assert_str_eq(json_get_str(m, "status.suspendedFrom"), "Validating", "%s", d);
+  cJSON_Delete(m);
+  cr_assert(strstr(e2e_cond_message(&E, "held", "Validated"), "spec.suspend deleted the running "
+                   "Job held-preflight-1"), "%s", d);
+  cr_assert(strstr(e2e_event_message(&E, "held", "Suspended"), "preflight Job deleted"), "%s", d);
+  free(d);
+  long long end = e2e_mono_ms() + 30000;
+  while(e2e_job_exists(&E, "held", "held-preflight-1") && e2e_mono_ms() < end)
+    e2e_sleep_ms(100);
+  cr_assert_not(e2e_job_exists(&E, "held", "held-preflight-1"), "the preflight Job is kept");
+  /* the Secret appears while suspended: nothing runs, nothing is granted */
+  char uri[256];
+  e2e_secret(&E, "later", pgfx_super_uri(&E.dst, uri, sizeof(uri), "shop"));
+  e2e_sleep_ms(3000); /* the job runner retries a missing Secret every second */
+  char *has = pgfx_query1(&E.dst, "shop", "SELECT has_database_privilege('dst_app', 'shop', "
+                                          "'CREATE')::text");
+  cr_assert_str_eq(has, "false", "a grant was applied while Suspended");
+  free(has);
+  cr_assert_str_eq(e2e_phase(&E, "held"), "Suspended");
+  /* resumed: the same preflight attempt runs, remediates, and the copy completes */
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration held --type merge -p "
+                                     "'{\"spec\":{\"suspend\":false}}'"), 0);
+  bool done = e2e_wait_cond(&E, "held", "Complete", "True", "MigrationSucceeded", 180000) &&
+              e2e_wait_event(&E, "held", "Completed", 10000);
+  d = e2e_describe(&E, "held");
+  cr_assert(done, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "held", "PreflightRemediated"), 1, "%s", d);
+  char *jobs = e2e_jobs(&E, "held");
+  cr_assert(strstr(jobs, "held-preflight-1\n") && !strstr(jobs, "held-preflight-2"), "%s", jobs);
+  free(jobs);
+  e2e_assert_same(&E);
+  free(d);
+}
+
 Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
 {
   e2e_start(&E, NULL);
