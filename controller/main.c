@@ -40,6 +40,7 @@ struct controller_config {
   const char *log_level;
   /* the Migration controller */
   const char *runner_image;
+  long step_deadline, long_step_deadline;
   long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
   long qps, burst, api_timeout;
@@ -105,6 +106,12 @@ static const struct cfg_opt options[] = {
     "attempts of a runner step (preflight, catalog, verify, reown, compare) without a verdict" },
   { "cleanup-attempts", "GODWIT_CLEANUP_ATTEMPTS", CFG_INT, "3", 1, 50, O(cleanup_attempts),
     "attempts of the cleanup Job before CleanupFailed" },
+  { "step-deadline", "GODWIT_STEP_DEADLINE", CFG_INT, "900", 1, 604800, O(step_deadline),
+    "seconds a Migration's version probe, preflight, catalog, cutover or cleanup Job may run "
+    "(activeDeadlineSeconds; past it the attempt failed without a verdict)" },
+  { "long-step-deadline", "GODWIT_LONG_STEP_DEADLINE", CFG_INT, "86400", 1, 2592000,
+    O(long_step_deadline), "seconds a Migration's verify, compare or reown Job may run (they "
+    "read or change every table); the worker has no deadline" },
   { "db-timeout", "GODWIT_DB_TIMEOUT", CFG_INT, "5", 1, 300, O(db_timeout),
     "seconds: connect and statement timeout of the controller's own database samples" },
   { "ptah-job-deadline", "GODWIT_PTAH_JOB_DEADLINE", CFG_INT, "3600", 10, 604800,
@@ -234,6 +241,8 @@ static int run(const struct controller_config *c, const char *identity)
     .step_attempts = (int)c->step_attempts,
     .cleanup_attempts = (int)c->cleanup_attempts,
     .connect_timeout_s = c->db_timeout,
+    .step_deadline_s = c->step_deadline,
+    .long_step_deadline_s = c->long_step_deadline,
   };
   /* the controller's database sessions, kept between samples: one idle per Migration and side,
    * closed after a minute unused */

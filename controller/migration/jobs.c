@@ -30,6 +30,18 @@ void mig_owner_init(struct mig *m)
                                 .pods = mgr_cache(m->ctx->mgr, &KUBE_PODS) };
 }
 
+/* activeDeadlineSeconds of a step's Job: every runner Job is bounded, so a step that hangs (a
+ * lock never granted, a server that stops answering mid-query) fails its attempt instead of
+ * holding the Migration; the worker is not, as a live one follows until the cutover. */
+static long deadline_of(const struct mig *m, const char *step)
+{
+  if(!strcmp(step, "worker"))
+    return 0;
+  if(!strcmp(step, "verify") || !strcmp(step, "compare") || !strcmp(step, "reown"))
+    return m->o->long_step_deadline_s;
+  return m->o->step_deadline_s;
+}
+
 /* Takes s->args. */
 static void to_rj(const struct mig *m, struct job_spec *s, char *name, size_t namelen,
                   char *claim, size_t claimlen, struct rj_spec *out)
@@ -39,7 +51,8 @@ static void to_rj(const struct mig *m, struct job_spec *s, char *name, size_t na
   memset(out, 0, sizeof(*out));
   *out = (struct rj_spec){ .name = name, .step = s->step, .attempt = s->attempt,
                            .image = s->image, .container = s->container, .command = s->command,
-                           .args = s->args, .resources = s->resources };
+                           .args = s->args, .resources = s->resources,
+                           .deadline_s = deadline_of(m, s->step) };
   s->args = NULL;
   const cJSON *spec = json_get(m->obj, "spec");
   size_t k = 0;

@@ -87,6 +87,8 @@ enum mig_phase mig_phase_parse(const char *s);
 #define MIG_WORK_DIR "/var/lib/godwit/pgcopydb" /* pgcopydb's --dir, on the PVC */
 #define MIG_FILTERS_FILE "/var/lib/godwit/filters.ini"
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
+#define MIG_STEP_DEADLINE_S 900        /* defaults of the runner Jobs' deadlines (jobs.c) */
+#define MIG_LONG_STEP_DEADLINE_S 86400
 /* A status write refused because the object moved meanwhile: decide again soon, from the
  * fresh object (not the queue's backoff: nothing failed). */
 #define MIG_CONFLICT_RETRY_MS 50

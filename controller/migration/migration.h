@@ -37,6 +37,10 @@ struct migration_opts {
   int step_attempts;          /* attempts of a runner step that fails transiently (default 5) */
   int cleanup_attempts;       /* attempts of the cleanup Job (default 3) */
   long connect_timeout_s;     /* the controller's libpq connections (default 5) */
+  long step_deadline_s;       /* activeDeadlineSeconds of the short runner Jobs: version probe,
+                               * preflight, catalog, cutover, cleanup (default 900) */
+  long long_step_deadline_s;  /* of those that read or change every table: verify, compare,
+                               * reown (default 86400); the worker has none */
   struct pg_pool *pool;       /* sessions kept between samples (controller/pgpool.h), the
                                * program's; NULL: a login at every sample */
 };

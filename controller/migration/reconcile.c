@@ -19,6 +19,8 @@ static const struct migration_opts defaults = {
   .step_attempts = 5,
   .cleanup_attempts = 3,
   .connect_timeout_s = 5,
+  .step_deadline_s = MIG_STEP_DEADLINE_S,
+  .long_step_deadline_s = MIG_LONG_STEP_DEADLINE_S,
 };
 
 /* ---- the context ---- */

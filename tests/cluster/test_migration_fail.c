@@ -6,10 +6,14 @@
  * error (PermissionDenied, budget unspent), one that keeps failing (BackoffLimitExceeded), and a
  * spec that slipped past a disabled webhook (InvalidSpec).
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "json.h"
@@ -208,6 +212,44 @@ Test(migration_fail, a_suspension_while_validating_stops_the_preflight)
   cr_assert(strstr(jobs, "held-preflight-1\n") && !strstr(jobs, "held-preflight-2"), "%s", jobs);
   free(jobs);
   e2e_assert_same(&E);
+  free(d);
+}
+
+/* A preflight that never ends fails at its Job's deadline: the source Secret names a port that
+ * accepts connections and never answers (libpq waits for the server's first byte), so each
+ * preflight attempt hangs until activeDeadlineSeconds (--step-deadline, 3 s here) ends it; the
+ * attempts spent, PreflightFailed says so (issue 17: a runner Job without a deadline held the
+ * Migration in Validating forever). */
+Test(migration_fail, a_preflight_that_never_ends_fails_at_its_deadline)
+{
+  setenv("GODWIT_STEP_DEADLINE", "3", 1);
+  e2e_start(&E, NULL);
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  cr_assert(ls >= 0 && !bind(ls, (struct sockaddr *)&a, sizeof(a)) && !listen(ls, 64));
+  socklen_t al = sizeof(a);
+  cr_assert(!getsockname(ls, (struct sockaddr *)&a, &al));
+  char uri[256];
+  snprintf(uri, sizeof(uri), "postgresql://src_app:%s@127.0.0.1:%d/shop", E2E_SRC_PW,
+           ntohs(a.sin_port));
+  e2e_secret(&E, "mute", uri);
+  e2e_apply(&E, MIG_YAML, "mute", "mute", 2);
+  bool failed = e2e_wait_cond(&E, "mute", "Failed", "True", "PreflightFailed", 120000) &&
+                e2e_wait_event(&E, "mute", "PreflightFailed", 10000);
+  char *d = e2e_describe(&E, "mute");
+  cr_assert(failed, "%s", d);
+  const char *msg = e2e_cond_message(&E, "mute", "Validated");
+  cr_assert(strstr(msg, "3 attempts without a verdict") && strstr(msg, "DeadlineExceeded"),
+            "the deadline is not said: %s", msg);
+  char *jobs = e2e_jobs(&E, "mute");
+  cr_assert_str_eq(jobs, "mute-preflight-1\nmute-preflight-2\nmute-preflight-3\n", "%s", d);
+  free(jobs);
+  char *ads = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &ads, "get job mute-preflight-3 -o "
+                                      "jsonpath={.spec.activeDeadlineSeconds}"), 0);
+  cr_assert_str_eq(ads, "3");
+  free(ads);
+  close(ls);
   free(d);
 }
 
