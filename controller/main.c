@@ -40,7 +40,7 @@ struct controller_config {
   const char *log_level;
   /* the Migration controller */
   const char *runner_image;
-  long step_deadline, long_step_deadline;
+  long step_deadline, long_step_deadline, attempt_backoff;
   long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
   long qps, burst, api_timeout;
@@ -106,6 +106,9 @@ static const struct cfg_opt options[] = {
     "attempts of a runner step (preflight, catalog, verify, reown, compare) without a verdict" },
   { "cleanup-attempts", "GODWIT_CLEANUP_ATTEMPTS", CFG_INT, "3", 1, 50, O(cleanup_attempts),
     "attempts of the cleanup Job before CleanupFailed" },
+  { "attempt-backoff", "GODWIT_ATTEMPT_BACKOFF", CFG_INT, "10", 1, 360, O(attempt_backoff),
+    "seconds before a failed worker attempt's successor starts, doubling with each failure, "
+    "six minutes at most (the Job controller's back-off)" },
   { "step-deadline", "GODWIT_STEP_DEADLINE", CFG_INT, "900", 1, 604800, O(step_deadline),
     "seconds a Migration's version probe, preflight, catalog, cutover or cleanup Job may run "
     "(activeDeadlineSeconds; past it the attempt failed without a verdict)" },
@@ -242,6 +245,7 @@ static int run(const struct controller_config *c, const char *identity)
     .cleanup_attempts = (int)c->cleanup_attempts,
     .connect_timeout_s = c->db_timeout,
     .step_deadline_s = c->step_deadline,
+    .attempt_backoff_s = c->attempt_backoff,
     .long_step_deadline_s = c->long_step_deadline,
   };
   /* the controller's database sessions, kept between samples: one idle per Migration and side,

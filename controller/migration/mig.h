@@ -89,6 +89,8 @@ enum mig_phase mig_phase_parse(const char *s);
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
 #define MIG_STEP_DEADLINE_S 900        /* defaults of the runner Jobs' deadlines (jobs.c) */
 #define MIG_LONG_STEP_DEADLINE_S 86400
+#define MIG_ATTEMPT_BACKOFF_S 10       /* between worker attempts: doubling, capped (worker.c) */
+#define MIG_ATTEMPT_BACKOFF_MAX_S 360
 /* A status write refused because the object moved meanwhile: decide again soon, from the
  * fresh object (not the queue's backoff: nothing failed). */
 #define MIG_CONFLICT_RETRY_MS 50

@@ -39,6 +39,8 @@ struct migration_opts {
   long connect_timeout_s;     /* the controller's libpq connections (default 5) */
   long step_deadline_s;       /* activeDeadlineSeconds of the short runner Jobs: version probe,
                                * preflight, catalog, cutover, cleanup (default 900) */
+  long attempt_backoff_s;     /* before the second worker attempt, doubling after, at most six
+                               * minutes (default 10, the Job controller's) */
   long long_step_deadline_s;  /* of those that read or change every table: verify, compare,
                                * reown (default 86400); the worker has none */
   struct pg_pool *pool;       /* sessions kept between samples (controller/pgpool.h), the

@@ -21,6 +21,7 @@ static const struct migration_opts defaults = {
   .connect_timeout_s = 5,
   .step_deadline_s = MIG_STEP_DEADLINE_S,
   .long_step_deadline_s = MIG_LONG_STEP_DEADLINE_S,
+  .attempt_backoff_s = MIG_ATTEMPT_BACKOFF_S,
 };
 
 /* ---- the context ---- */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../conditions.h"
+#include "../ktime.h"
 #include "json.h"
 #include "log.h"
 #include "mig.h"
@@ -186,6 +187,16 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
     return;
   }
   bool restart = tv.cls == TAIL_RESTART && n > 1;
+  /* the Job controller's back-off: a failure that repeats itself does not spend the budget in
+   * seconds (10 s doubling per failed attempt, six minutes at most) */
+  long wait_s = m->o->attempt_backoff_s;
+  for(int i = 1; i < n && wait_s < MIG_ATTEMPT_BACKOFF_MAX_S; i++)
+    wait_s *= 2;
+  if(wait_s > MIG_ATTEMPT_BACKOFF_MAX_S)
+    wait_s = MIG_ATTEMPT_BACKOFF_MAX_S;
+  char at[32];
+  kt_rfc3339(at, sizeof(at), time(NULL) + wait_s);
+  edit_set_str(&m->ed, "nextAttemptTime", at);
   edit_set_int(&m->ed, "attempts", n + 1);
   edit_set_bool(&m->ed, "copyingDataSeen", false);
   edit_unset(&m->ed, "zombieSince");
@@ -194,15 +205,16 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   else
     edit_unset(&m->ed, "restartNextAttempt");
   if(!clone_done(m))
-    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starting after "
-             "attempt %d failed: %s", n + 1, total, n, last);
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starts at %s "
+             "(back-off %ld s) after attempt %d failed: %s", n + 1, total, at, wait_s, n, last);
   edit_event_if_written(&m->ed, EV_WARNING, "AttemptFailed",
-                       "attempt %d of %d failed: %s; last pgcopydb error: %s; attempt %d %s",
-                       n, total, why, last, n + 1,
+                       "attempt %d of %d failed: %s; last pgcopydb error: %s; attempt %d %s in "
+                       "%ld s, at %s", n, total, why, last, n + 1,
                        restart ? "starts over (--restart --drop-if-exists): a resume cannot get "
-                                 "past this post-data failure"
-                               : "resumes from the work-dir catalogs");
-  edit_requeue(&m->ed, 1);
+                                 "past this post-data failure,"
+                               : "resumes from the work-dir catalogs",
+                       wait_s, at);
+  edit_requeue(&m->ed, wait_s * 1000);
 }
 
 enum worker_state mig_worker(struct mig *m, struct job_view *v)
@@ -220,21 +232,30 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
     return W_WAIT;
   }
   switch(v->state) {
-  case JOB_ABSENT:
+  case JOB_ABSENT: {
     if(m->suspend)
       return W_WAIT;
+    long long early = -mig_since_ms(m, "nextAttemptTime");
+    if(mig_status_str(m, "nextAttemptTime") && early > 0) {
+      edit_requeue(&m->ed, (long)early);
+      return W_WAIT; /* the back-off of a failed attempt (attempt_failed) */
+    }
     int running = 0;
     if(rj_pods_running(&m->owner, "worker", &running) || running) {
       edit_requeue(&m->ed, 1000); /* the worker a suspension deleted is still stopping */
       return W_WAIT;
     }
     rc = mig_worker_ensure(m, n);
+    if(!rc && mig_status_str(m, "nextAttemptTime"))
+      edit_unset(&m->ed, "nextAttemptTime");
     if(!rc && !clone_done(m) && !mig_status_bool(m, "copyingDataSeen") &&
-       !(cond_reason(m->obj, C_CLONE) && !strcmp(cond_reason(m->obj, C_CLONE), "CloneRunning")))
+       (n > 1 || !(cond_reason(m->obj, C_CLONE) &&
+                   !strcmp(cond_reason(m->obj, C_CLONE), "CloneRunning"))))
       edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d is running the base "
                "copy", n, m->backoff_limit + 1);
     edit_requeue(&m->ed, rc ? 2000 : m->o->poll_interval_ms);
     return W_WAIT;
+  }
   case JOB_DELETING:
     edit_requeue(&m->ed, 1000);
     return W_WAIT;

@@ -99,6 +99,7 @@ void e2e_start(struct e2e *e, const struct e2e_opts *o)
   setenv("GODWIT_POLL_INTERVAL_MS", "1000", 1);
   setenv("GODWIT_RUNNER_IMAGE", "ghcr.io/godwit-dev/godwit:test", 1);
   setenv("GODWIT_STEP_ATTEMPTS", "3", 1);
+  setenv("GODWIT_ATTEMPT_BACKOFF", "1", 0); /* a test may set its own first */
   cl_start(&e->c, CL_WEBHOOK | CL_JOBRUNNER | (o->no_controller ? 0 : CL_CONTROLLER) |
                     (o->faults ? CL_FAULTS : 0) | (o->nodes ? CL_NODES : 0));
   e->k = cl_client(&e->c, "admin");

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -286,8 +287,24 @@ Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
   free(d);
 }
 
+/* The creation time of Job name, epoch seconds. */
+static long long job_created(const char *name)
+{
+  char *out = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &out, "get job %s -o jsonpath={.metadata.creationTimestamp}",
+                           name), 0, "%s", out);
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  cr_assert(strptime(out, "%Y-%m-%dT%H:%M:%S", &tm), "%s", out);
+  free(out);
+  return (long long)timegm(&tm);
+}
+
+/* A failure that repeats itself: both attempts fail the same way, the second after the Job
+ * controller's back-off (3 s here; it doubles with each failure), then BackoffLimitExceeded. */
 Test(migration_fail, a_worker_that_keeps_failing_exceeds_the_backoff_limit)
 {
+  setenv("GODWIT_ATTEMPT_BACKOFF", "3", 1);
   e2e_start(&E, NULL);
   e2e_load(&E, 500);
   /* a table in the way on the target: the pre-data restore fails on every attempt */
@@ -300,9 +317,15 @@ Test(migration_fail, a_worker_that_keeps_failing_exceeds_the_backoff_limit)
   cr_assert(failed, "%s", d);
   cJSON *m = e2e_get(&E, "again");
   cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 2, "backoffLimit + 1:\n%s", d);
+  cr_assert_null(json_get(m, "status.nextAttemptTime"), "%s", d);
   cJSON_Delete(m);
   cr_assert_eq(e2e_event_count(&E, "again", "AttemptStarted"), 2, "%s", d);
   cr_assert_eq(e2e_event_count(&E, "again", "AttemptFailed"), 1, "%s", d);
+  cr_assert(strstr(d, "attempt 2 resumes from the work-dir catalogs in 3 s"), "%s", d);
+  /* the second attempt began after the back-off (whole seconds; the failed attempt itself
+   * takes about one) */
+  long long t1 = job_created("again-worker-1"), t2 = job_created("again-worker-2");
+  cr_assert_geq(t2 - t1, 3, "attempt 2 %lld s after attempt 1:\n%s", t2 - t1, d);
   cr_assert_eq(e2e_event_count(&E, "again", "BackoffLimitExceeded"), 1, "%s", d);
   cr_assert_str_eq(e2e_cond_reason(&E, "again", "CloneCompleted"), "CloneFailed");
   const char *msg = e2e_cond_message(&E, "again", "CloneCompleted");
