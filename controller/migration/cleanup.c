@@ -77,6 +77,43 @@ gw_rc mig_finalizer(struct mig *m, bool want)
   return rc;
 }
 
+/* Whether the Migration's namespace is being deleted: kube-apiserver then refuses every new
+ * object in it (403 Forbidden, "unable to create new content in namespace ... because it is
+ * being terminated"), the cleanup Job included. A failed read says no: the step retries. */
+static bool namespace_terminating(struct mig *m)
+{
+  cJSON *ns = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_get(m->ctx->kube, &KUBE_NAMESPACES, NULL, m->ns, &ns, &st);
+  kube_status_release(&st);
+  bool t = !rc && (json_get_str(ns, "metadata.deletionTimestamp") ||
+                   (json_get_str(ns, "status.phase") &&
+                    !strcmp(json_get_str(ns, "status.phase"), "Terminating")));
+  cJSON_Delete(ns);
+  return t;
+}
+
+/* The deletion cannot run a cleanup Job (its namespace is being deleted): it fails now, naming
+ * what is left on both servers and how to remove it, and the finalizer goes on the next pass.
+ * The Event may be refused as well (a terminating namespace takes no new Events either), so the
+ * controller's log says it too. */
+static void cleanup_impossible(struct mig *m, const struct step_run *r)
+{
+  char what[2048];
+  snprintf(what, sizeof(what), "the namespace %s is being deleted and refuses new Jobs, so the "
+           "cleanup Job could not run (%.300s). Left behind: on the source the replication slot %s, "
+           "its publication and the schema pgcopydb (sentinel); on the target the replication "
+           "origin %s. Remove them by hand: on the source SELECT "
+           "pg_drop_replication_slot('%s'); DROP SCHEMA pgcopydb CASCADE; on the target SELECT "
+           "pg_replication_origin_drop('%s')", m->ns, r->message, m->slot, m->slot, m->slot,
+           m->slot);
+  step_record(&m->ed, "cleanup", r->attempt > 0 ? r->attempt : 1, "Failed", what);
+  edit_event(&m->ed, EV_WARNING, "CleanupFailed", "%s", what);
+  log_kv(LOG_WARN, "CleanupFailed", "key", m->ctx->key, "message", what, LOG_END);
+  edit_requeue(&m->ed, 1);
+}
+
 enum step_outcome mig_cleanup(struct mig *m, bool deleting)
 {
   if(!m->live || !*m->slot)
@@ -93,7 +130,9 @@ enum step_outcome mig_cleanup(struct mig *m, bool deleting)
                         .started_fmt = "cleanup Job attempt %d created: the replication slot, "
                                        "publication, origin and sentinel go" };
   enum step_outcome o = mig_step_drive(m, &r, render, NULL);
-  if(o == STEP_PASSED) {
+  if(o == STEP_ERROR && deleting && namespace_terminating(m)) {
+    cleanup_impossible(m, &r);
+  } else if(o == STEP_PASSED) {
     step_record(&m->ed, "cleanup", r.attempt, "Passed", r.message);
     edit_requeue(&m->ed, 1);
   } else if(o == STEP_FAILED) {

@@ -437,3 +437,77 @@ Test(migration_auto, a_compare_without_a_verdict_is_inconclusive)
   free(jobs);
   free(d);
 }
+
+/* kubectl -n doomed get migration gone -o jsonpath=... ("" when it cannot be read). */
+static char *doomed_field(const char *path)
+{
+  char *out = NULL;
+  if(e2e_kubectl(&E, &out, "-n doomed get migration gone -o jsonpath={%s}", path)) {
+    free(out);
+    return strdup("");
+  }
+  return out;
+}
+
+/* A live Migration whose namespace is deleted: the cleanup Job cannot be created there any more
+ * (a terminating namespace takes no new objects), so the deletion ends with CleanupFailed
+ * naming what was left, the finalizer goes and the namespace with it; before, the create was
+ * retried forever and the namespace never went (issue 17). */
+Test(migration_auto, a_deleted_namespace_releases_a_live_migration_with_cleanup_failed)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 5000);
+  char *out = NULL, uri[256];
+  cr_assert_eq(e2e_kubectl(&E, &out, "create namespace doomed"), 0, "%s", out);
+  free(out);
+  pgfx_uri(&E.src, uri, sizeof(uri), "src_app", E2E_SRC_PW, "shop");
+  cr_assert_eq(e2e_kubectl(&E, &out, "-n doomed create secret generic src --from-literal=uri=%s",
+                           uri), 0, "%s", out);
+  free(out);
+  pgfx_uri(&E.dst, uri, sizeof(uri), "dst_app", E2E_DST_PW, "shop");
+  cr_assert_eq(e2e_kubectl(&E, &out, "-n doomed create secret generic dst --from-literal=uri=%s",
+                           uri), 0, "%s", out);
+  free(out);
+  e2e_apply(&E, "apiVersion: pgcopydb.io/v1\nkind: Migration\nmetadata:\n  name: gone\n"
+                "  namespace: doomed\nspec:\n  source:\n    connectionSecretRef: {name: src}\n"
+                "  target:\n    connectionSecretRef: {name: dst}\n  worker:\n"
+                "    workDir: {size: 1Gi}\n  follow: {}\n  cutover:\n    mode: Manual\n");
+  bool streaming = false;
+  for(int t = 0; t < 120000 && !streaming; t += 200) {
+    char *p = doomed_field(".status.phase");
+    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
+    free(p);
+    if(!streaming)
+      e2e_sleep_ms(200);
+  }
+  cr_assert(streaming, "never Streaming");
+  char *slot = doomed_field(".status.slotName");
+  cr_assert(*slot, "no slot");
+  char sql[300];
+  snprintf(sql, sizeof(sql), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'",
+           slot);
+  cr_assert_eq(q_int(&E.src, sql), 1);
+
+  cr_assert_eq(e2e_kubectl(&E, &out, "delete namespace doomed --wait=false"), 0, "%s", out);
+  free(out);
+  bool gone = false;
+  for(int t = 0; t < 90000 && !gone; t += 500) {
+    gone = e2e_kubectl(&E, &out, "get namespace doomed") != 0 && strstr(out, "NotFound");
+    free(out);
+    if(!gone)
+      e2e_sleep_ms(500);
+  }
+  char *log = cl_slurp(cl_path(&E.c, "controller.log"));
+  cr_assert(gone, "the namespace was not deleted in 90 s; controller log:\n%.3000s",
+            log ? log : "");
+  /* what was left is said, with how to remove it */
+  char want[200];
+  snprintf(want, sizeof(want), "pg_drop_replication_slot('%s')", slot);
+  cr_assert(log && strstr(log, "\"msg\":\"CleanupFailed\"") && strstr(log, want) &&
+              strstr(log, "namespace doomed is being deleted"), "%.3000s", log ? log : "");
+  free(log);
+  cr_assert_eq(q_int(&E.src, sql), 1, "the slot is left, as CleanupFailed says");
+  snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
+  pgfx_exec(&E.src, "shop", sql);
+  free(slot);
+}
