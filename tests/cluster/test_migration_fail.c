@@ -254,6 +254,32 @@ Test(migration_fail, a_preflight_that_never_ends_fails_at_its_deadline)
   free(d);
 }
 
+/* A live migration of a table without a usable replica identity is refused before anything is
+ * copied (seed 000's follow tier): its UPDATEs and DELETEs could not be replayed. The table is
+ * named, with the ways out. */
+Test(migration_fail, a_live_table_without_replica_identity_fails_the_preflight)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 100);
+  pgfx_exec(&E.src, "shop", "CREATE TABLE audit.nokey(v text); INSERT INTO audit.nokey "
+                            "VALUES ('x'); GRANT SELECT ON audit.nokey TO src_app");
+  e2e_apply(&E, E2E_MIGRATION_HEAD "  follow: {}\n", "nokey");
+  bool failed = e2e_wait_cond(&E, "nokey", "Failed", "True", "PreflightFailed", 120000) &&
+                e2e_wait_event(&E, "nokey", "PreflightFailed", 10000);
+  char *d = e2e_describe(&E, "nokey");
+  cr_assert(failed, "%s", d);
+  const char *msg = e2e_cond_message(&E, "nokey", "Validated");
+  cr_assert(strstr(msg, "no usable replica identity") && strstr(msg, "audit.nokey"), "%s", msg);
+  cr_assert(strstr(msg, "REPLICA IDENTITY FULL") && strstr(msg, "excludeTables"),
+            "the ways out: %s", msg);
+  no_worker("nokey");
+  char *tables = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_tables WHERE schemaname "
+                                             "NOT IN ('pg_catalog', 'information_schema')");
+  cr_assert_str_eq(tables, "0", "something was copied");
+  free(tables);
+  free(d);
+}
+
 Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
 {
   e2e_start(&E, NULL);
