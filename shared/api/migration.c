@@ -195,7 +195,7 @@ static const char *const compare_checks[] = { "schema", "data", NULL };
 static const struct sch_field verify_fields[] = {
   { .name = "compare", .type = SCH_ARRAY, .item = SCH_STRING, .enums = compare_checks,
     .flags = SCH_UNIQUE, .max_items = 2,
-    .desc = "The pgcopydb compare checks to run once the data is on the target: schema "
+    .desc = "The checks godwit's runner makes once the data is on the target: schema "
             "(object definitions) and data (row counts and checksums per table)." },
   { 0 }
 };
@@ -1039,8 +1039,9 @@ static void warn(const struct api_ctx *c, struct strlist *w)
                  "pgcopydb (Debian's 0.10) the preflight fails rather than copy every schema");
   if(cJSON_GetArraySize(json_get(o, "spec.verify.compare")) > 0 &&
      introduced(c, "spec.verify.compare"))
-    strlist_addf(w, "spec.verify.compare uses pgcopydb compare (0.13+): with an older pgcopydb "
-                 "(Debian's 0.10) the runner computes the same checks itself");
+    strlist_addf(w, "spec.verify.compare is computed by godwit's runner on every pgcopydb "
+                 "version (not pgcopydb compare); a data compare reads every table of both "
+                 "servers once the copy is done");
   if(live && mode && !strcmp(mode, "Automatic") &&
      (made_live || introduced(c, "spec.cutover.mode")))
     strlist_addf(w, "spec.cutover.mode Automatic (v1alpha1: manualCutover: false) cuts over as "

@@ -778,7 +778,7 @@ Test(migration, risky_settings_warn)
   expect_warning(OBJ(",\"clone\":{\"skipVacuum\":true}"), NULL, "without planner statistics");
   expect_warning(OBJ(",\"clone\":{\"skipVacuum\":true}"), NULL, "needs pgcopydb 0.12+");
   expect_warning(OBJ(",\"verify\":{\"compare\":[\"data\"]}"), NULL,
-                 "the runner computes the same checks itself");
+                 "computed by godwit's runner on every pgcopydb version");
   expect_warning(OBJ(",\"clone\":{\"filters\":{\"includeOnlySchemas\":[\"public\"]}}"), NULL,
                  "includeOnlySchemas needs pgcopydb 0.13+");
   expect_warning(OBJ(LIVE ",\"cutover\":{\"mode\":\"Automatic\"}"), NULL, "with nobody approving");
