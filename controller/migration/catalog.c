@@ -9,6 +9,7 @@
 
 #include "../conditions.h"
 #include "json.h"
+#include "log.h"
 #include "mig.h"
 #include "strbuf.h"
 
@@ -57,7 +58,33 @@ enum step_outcome mig_step_catalog(struct mig *m)
   const char *verdict = json_get_str(rep, "verdict");
   bool incomplete = (verdict && !strcmp(verdict, "CloneIncomplete")) ||
                     (o == STEP_FAILED && *names);
-  if(o == STEP_PASSED || (o == STEP_FAILED && !incomplete)) {
+  char *empty_names = NULL, err[512] = "";
+  int empty = 0;
+  /* After a later attempt with pgcopydb < 0.15 the markers are not trusted alone: a table whose
+   * COPY failed or was killed can be marked done and skipped by a resume. A sample of the target
+   * then decides (not after a first attempt: a table empty at the snapshot may have rows on the
+   * source by now). */
+  bool resumed = mig_status_int(m, "attempts", 1) > 1;
+  if((o == STEP_PASSED || (o == STEP_FAILED && !incomplete)) && resumed &&
+     !mig_version_at_least(&m->version, 0, 15)) {
+    empty = mig_presence_sample(m, &empty_names, err, sizeof(err));
+    if(empty < 0) {
+      log_kv(LOG_INFO, "presence sample not taken", "key", m->ctx->key, "reason", err, LOG_END);
+      edit_requeue(&m->ed, m->o->poll_interval_ms);
+      step_run_release(&r);
+      return STEP_WAIT;
+    }
+  }
+  if(empty > 0) {
+    step_record(&m->ed, "catalog", r.attempt, "Failed", r.message);
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneIncomplete",
+              "the resumed worker exited 0 and pgcopydb's catalog counts every table done, "
+              "but %d tables hold rows on the source and none on the target: %s", empty,
+              empty_names);
+    mig_fail(m, "CloneIncomplete",
+             "the worker exited 0 while %d tables hold rows on the source and none on the "
+             "target (%s): do not use the target as a complete copy", empty, empty_names);
+  } else if(o == STEP_PASSED || (o == STEP_FAILED && !incomplete)) {
     if(cJSON_IsNumber(total) && cJSON_IsNumber(done))
       edit_cond(&m->ed, C_CLONE, COND_TRUE, "CloneSucceeded",
                "the worker Job finished and pgcopydb's catalog counts every table done (%d of "
@@ -78,6 +105,7 @@ enum step_outcome mig_step_catalog(struct mig *m)
              "the worker exited 0 while pgcopydb's catalog counts tables not done (%s): do not "
              "use the target as a complete copy", names);
   }
+  free(empty_names);
   step_run_release(&r);
   return m->ed.phase == MP_FAILED ? STEP_FAILED : out;
 }

@@ -121,7 +121,7 @@ static int has_row(PGconn *c, const char *schema, const char *name)
 
 /* Tables holding rows on the source and none on the target, as "a.b, c.d" into *out; -1 when
  * the sample could not be taken (err says why), else the count. */
-static int presence_sample(struct mig *m, char **out, char *err, size_t errlen)
+int mig_presence_sample(struct mig *m, char **out, char *err, size_t errlen)
 {
   *out = NULL;
   struct mig_pg sp, dp;
@@ -265,7 +265,7 @@ static void base_copy(struct mig *m, const struct job_view *worker)
     return;
   }
   char *names = NULL, err[512] = "";
-  int empty = presence_sample(m, &names, err, sizeof(err));
+  int empty = mig_presence_sample(m, &names, err, sizeof(err));
   if(empty < 0) {
     log_kv(LOG_INFO, "presence sample not taken", "key", m->ctx->key, "reason", err, LOG_END);
     edit_requeue(&m->ed, m->o->lag_interval_ms);

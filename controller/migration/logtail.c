@@ -1,8 +1,9 @@
 /* Log-tail classification of a failed worker attempt (pgcopydb's exit codes do not tell a
  * source failure from a target one, nor a permission error from a network one): the
  * permission errors retries cannot fix (PermissionDenied), the post-data failure a resume cannot
- * get past (the next attempt starts over), the supervisor's fatal exit (WorkerZombie) and the
- * base copy marker of --follow. Best effort: a miss keeps the normal retries. Pure functions
+ * get past (the next attempt starts over), what a person must fix outside the Migration (a full
+ * work volume or server disk, a server that stopped answering), the supervisor's fatal exit
+ * (WorkerZombie) and the base copy marker of --follow. Best effort: a miss keeps the normal retries. Pure functions
  * over an already scrubbed tail (tests/cluster/test_migration_unit.c). */
 #include <ctype.h>
 #include <stdio.h>
@@ -66,6 +67,27 @@ static bool permission(const char *line, size_t len)
   return false;
 }
 
+/* What a person must act on outside the Migration, from one error line: a full work volume
+ * (pgcopydb's own files are under the work mount), a database server's full disk, a server that
+ * stopped answering (down, restarting, unreachable). */
+static enum tail_cause cause_of(const char *line, size_t len)
+{
+  if(contains_ci(line, len, "No space left on device") ||
+     contains_ci(line, len, "could not extend file") || contains_ci(line, len, "53100"))
+    return contains_ci(line, len, MIG_WORK_MOUNT) ? CAUSE_WORKDIR_FULL : CAUSE_SERVER_DISK_FULL;
+  static const char *const gone[] = {
+    "could not connect to server", "connection to server at", "Connection refused",
+    "server closed the connection unexpectedly", "terminating connection due to administrator",
+    "the database system is shutting down", "the database system is starting up",
+    "the database system is in recovery mode", "Connection timed out", "No route to host",
+    "could not translate host name", "SSL SYSCALL error", "no connection to the server",
+    NULL };
+  for(int i = 0; gone[i]; i++)
+    if(contains_ci(line, len, gone[i]))
+      return CAUSE_UNREACHABLE;
+  return CAUSE_NONE;
+}
+
 static void copy_line(char *dst, size_t dlen, const char *line, size_t len)
 {
   while(len && (line[len - 1] == '\r' || line[len - 1] == ' '))
@@ -103,6 +125,14 @@ void mig_classify_tail(const char *tail, struct tail_verdict *out)
       if(permission(p, len)) {
         perm = p;
         perm_len = len;
+      }
+      if(contains_ci(p, len, "Failed to copy data to target") ||
+         contains_ci(p, len, "COPY from stdin failed"))
+        out->copy_failed = true;
+      enum tail_cause c = cause_of(p, len);
+      if(c != CAUSE_NONE && out->cause == CAUSE_NONE) { /* the first: what went wrong first */
+        out->cause = c;
+        copy_line(out->cause_line, sizeof(out->cause_line), p, len);
       }
       if(post_data && contains_ci(p, len, "already exists") &&
          !contains_ci(p, len, "replication slot")) {

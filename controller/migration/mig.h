@@ -233,12 +233,20 @@ char *mig_filters_ini(const cJSON *spec, const struct pgc_version *v, bool live)
 char *mig_filters_ini_run(const cJSON *spec, const struct pgc_version *v, bool live, bool used);
 /* Log-tail classification. */
 enum tail_class { TAIL_NONE, TAIL_PERMISSION, TAIL_RESTART };
+enum tail_cause { CAUSE_NONE, CAUSE_WORKDIR_FULL, CAUSE_SERVER_DISK_FULL, CAUSE_UNREACHABLE };
 struct tail_verdict {
   enum tail_class cls;
+  enum tail_cause cause; /* what to fix outside the Migration, from the first line saying it */
+  bool copy_failed;      /* a table's COPY failed (pgcopydb < 0.15 may still mark it done) */
+  char cause_line[512];
   char line[512];       /* the matched (or last error) line, scrubbed */
   char last_error[512]; /* the last pgcopydb ERROR/FATAL line that says something */
 };
 void mig_classify_tail(const char *tail, struct tail_verdict *out);
+/* Tables in scope holding rows on the source and none on the target, as "a.b, c.d" into *out
+ * (malloc'd, when any); -1 when the sample could not be taken (err says why), else the count
+ * (live.c; the live base copy and the clone's catalog step trust it over pgcopydb's markers). */
+int mig_presence_sample(struct mig *m, char **out, char *err, size_t errlen);
 /* The supervisor's fatal exit is the last thing the log says. */
 bool mig_tail_fatal_exit(const char *tail);
 /* The worker logged that the base copy finished (--follow). */

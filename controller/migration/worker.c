@@ -152,6 +152,32 @@ static void zombie_check(struct mig *m, const struct job_view *v)
   }
 }
 
+/* What a person must fix outside the Migration, said with the failure in place of the last
+ * pgcopydb error (the line it quotes); else that last error line. */
+static void cause_hint(const struct mig *m, const struct tail_verdict *tv, char *buf,
+                       size_t len)
+{
+  switch(tv->cause) {
+  case CAUSE_WORKDIR_FULL:
+    snprintf(buf, len, "the work volume %s-workdir is full (%s): pgcopydb keeps its dumps and "
+             "change files there; expand the PVC if its StorageClass allows it, or create the "
+             "Migration again with a larger spec.worker.workDir.size", m->name, tv->cause_line);
+    break;
+  case CAUSE_SERVER_DISK_FULL:
+    snprintf(buf, len, "a database server's disk is full (%s): free space on it",
+             tv->cause_line);
+    break;
+  case CAUSE_UNREACHABLE:
+    snprintf(buf, len, "a database server stopped answering (%s): check that the source and "
+             "the target are up and reachable from the cluster", tv->cause_line);
+    break;
+  case CAUSE_NONE:
+    snprintf(buf, len, "last pgcopydb error: %s",
+             *tv->last_error ? tv->last_error : "no pgcopydb error line in the log");
+    break;
+  }
+}
+
 /* A failed attempt: classify, then retry, or fail for good. */
 static void attempt_failed(struct mig *m, int n, const struct job_view *v)
 {
@@ -167,6 +193,8 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   else
     snprintf(why, sizeof(why), "exit code %d", v->exit_code);
   const char *last = *tv.last_error ? tv.last_error : "no pgcopydb error line in the log";
+  char detail[900];
+  cause_hint(m, &tv, detail, sizeof(detail));
   if(tv.cls == TAIL_PERMISSION) {
     if(!clone_done(m))
       edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d failed: %s: %s", n, why,
@@ -180,13 +208,18 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   if(n >= total) {
     if(!clone_done(m))
       edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneFailed", "attempt %d of %d failed: %s; last "
-               "pgcopydb error: %s", n, total, why, last);
+               "pgcopydb error: %s%s%s", n, total, why, last, tv.cause ? "; " : "",
+               tv.cause ? detail : "");
     mig_fail(m, "BackoffLimitExceeded",
-             "%d attempts failed (backoffLimit %d); the last: %s; last pgcopydb error: %s",
-             total, m->backoff_limit, why, last);
+             "%d attempts failed (backoffLimit %d); the last: %s; %s", total, m->backoff_limit,
+             why, detail);
     return;
   }
-  bool restart = tv.cls == TAIL_RESTART && n > 1;
+  /* a resume cannot get past a post-data failure; and pgcopydb < 0.15 marks a table whose COPY
+   * failed as done (observed with 0.10 when the source went away mid-COPY: the resumed run
+   * skipped it and "succeeded" with the table empty), so a clone starts over after one */
+  bool copy_restart = !m->live && tv.copy_failed && !mig_version_at_least(&m->version, 0, 15);
+  bool restart = (tv.cls == TAIL_RESTART && n > 1) || copy_restart;
   /* the Job controller's back-off: a failure that repeats itself does not spend the budget in
    * seconds (10 s doubling per failed attempt, six minutes at most) */
   long wait_s = m->o->attempt_backoff_s;
@@ -206,13 +239,17 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
     edit_unset(&m->ed, "restartNextAttempt");
   if(!clone_done(m))
     edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d starts at %s "
-             "(back-off %ld s) after attempt %d failed: %s", n + 1, total, at, wait_s, n, last);
+             "(back-off %ld s) after attempt %d failed: %s", n + 1, total, at, wait_s, n,
+             detail);
   edit_event_if_written(&m->ed, EV_WARNING, "AttemptFailed",
-                       "attempt %d of %d failed: %s; last pgcopydb error: %s; attempt %d %s in "
-                       "%ld s, at %s", n, total, why, last, n + 1,
-                       restart ? "starts over (--restart --drop-if-exists): a resume cannot get "
-                                 "past this post-data failure,"
-                               : "resumes from the work-dir catalogs",
+                       "attempt %d of %d failed: %s; %s; attempt %d %s in %ld s, at %s", n,
+                       total, why, detail, n + 1,
+                       copy_restart ? "starts over (--restart --drop-if-exists): this "
+                                      "pgcopydb marks a table whose COPY failed as done, and a "
+                                      "resume would skip it,"
+                       : restart ? "starts over (--restart --drop-if-exists): a resume cannot "
+                                   "get past this post-data failure,"
+                                 : "resumes from the work-dir catalogs",
                        wait_s, at);
   edit_requeue(&m->ed, wait_s * 1000);
 }

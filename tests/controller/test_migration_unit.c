@@ -387,6 +387,39 @@ Test(migration_unit, permission_errors_are_classified)
   }
 }
 
+/* What a person must fix outside the Migration, named from the first line that says it. */
+Test(migration_unit, causes_outside_the_migration_are_named)
+{
+  struct tail_verdict v;
+  mig_classify_tail(T010("INFO", "STEP 4: starting 2 table-data COPY processes")
+                    T010("ERROR", "[SOURCE 7123] server closed the connection unexpectedly")
+                    T010("ERROR", "[TARGET] could not connect to server: Connection refused")
+                    T010("ERROR", "Failed to run the COPY, see above for details"),
+                    &v);
+  cr_assert_eq(v.cause, CAUSE_UNREACHABLE);
+  cr_assert(strstr(v.cause_line, "server closed the connection"), "the first: %s",
+            v.cause_line);
+  mig_classify_tail(T010("ERROR", "Failed to write file \"/var/lib/godwit/pgcopydb/schema/"
+                                  "pre.dump\": No space left on device"),
+                    &v);
+  cr_assert_eq(v.cause, CAUSE_WORKDIR_FULL);
+  mig_classify_tail(T010("ERROR", "[TARGET 55] ERROR:  could not extend file \"base/16384/"
+                                  "16390\": No space left on device"),
+                    &v);
+  cr_assert_eq(v.cause, CAUSE_SERVER_DISK_FULL);
+  static const char *const none[] = {
+    T010("ERROR", "Connection to database failed: FATAL:  password authentication failed for "
+                  "user \"src_app\""),
+    T010("ERROR", "[TARGET] ERROR:  relation \"orders\" already exists"),
+    T010("INFO", "could not connect to server: Connection refused"), /* not an error line */
+    NULL,
+  };
+  for(int i = 0; none[i]; i++) {
+    mig_classify_tail(none[i], &v);
+    cr_assert_eq(v.cause, CAUSE_NONE, "%s", none[i]);
+  }
+}
+
 Test(migration_unit, the_post_data_failure_of_a_resume_starts_over)
 {
   struct tail_verdict v;

@@ -401,6 +401,17 @@ void pgfx_restart(struct pgfx *pg)
   cr_assert_eq(spawn(pg), 0, "postgres did not restart on port %d, see %s", pg->port, pg->log);
 }
 
+void pgfx_halt(struct pgfx *pg)
+{
+  halt(pg);
+}
+
+void pgfx_resume(struct pgfx *pg)
+{
+  cr_assert_eq(spawn(pg), 0, "postgres did not start again on port %d, see %s", pg->port,
+               pg->log);
+}
+
 PGconn *pgfx_connect(struct pgfx *pg, const char *db)
 {
   const char *kw[] = { "host", "port", "user", "dbname", "connect_timeout", NULL };

@@ -72,6 +72,10 @@ void pgfx_stop(struct pgfx *pg);
 /* Stops and starts the same server (same port and data): for postmaster-level settings
  * changed with ALTER SYSTEM. */
 void pgfx_restart(struct pgfx *pg);
+/* Stops the server (fast shutdown: its clients' sessions are cut) and keeps its data;
+ * pgfx_resume starts it again on the same port. */
+void pgfx_halt(struct pgfx *pg);
+void pgfx_resume(struct pgfx *pg);
 
 /* A superuser connection over the unix socket to db (NULL: "postgres"). PQfinish it. */
 PGconn *pgfx_connect(struct pgfx *pg, const char *db);
