@@ -227,8 +227,11 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
     wait_s *= 2;
   if(wait_s > MIG_ATTEMPT_BACKOFF_MAX_S)
     wait_s = MIG_ATTEMPT_BACKOFF_MAX_S;
+  /* whole seconds on the wire: rounded up, so the wait is never shorter than the back-off */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   char at[32];
-  kt_rfc3339(at, sizeof(at), time(NULL) + wait_s);
+  kt_rfc3339(at, sizeof(at), now.tv_sec + wait_s + (now.tv_nsec > 0));
   edit_set_str(&m->ed, "nextAttemptTime", at);
   edit_set_int(&m->ed, "attempts", n + 1);
   edit_set_bool(&m->ed, "copyingDataSeen", false);

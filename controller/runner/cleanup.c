@@ -96,11 +96,14 @@ static void failed(struct st_ctx *c, struct obj *o, const struct pgc_err *e, con
   st_fail(c, st_transient_state(e), "cleanup.drop", "%s \"%s\": %s", o->what, o->name, o->error);
 }
 
+/* st_connect failed: its summary says why. */
 static void not_connected(struct st_ctx *c, struct obj *o, const char *side)
 {
   o->state = OBJ_FAILED;
-  st_fmt(o->error, sizeof(o->error), "not connected to the %s", side);
-  (void)c;
+  if(*c->summary)
+    st_fmt(o->error, sizeof(o->error), "%s", c->summary);
+  else
+    st_fmt(o->error, sizeof(o->error), "not connected to the %s", side);
 }
 
 static void done_line(const struct st_ctx *c, const struct obj *o)
@@ -303,9 +306,14 @@ int cleanup_main(int argc, char **argv)
     bad += all[i]->state == OBJ_FAILED;
   }
   st_summary(&c, "%zu dropped, %zu already absent", dropped, absent);
-  if(bad)
-    st_summary_add(&c, ", %zu not dropped (slot \"%s\": %s)", bad, o.slot.name ? o.slot.name : "",
-             state_name(o.slot.state));
+  if(bad) {
+    const struct obj *first = NULL;
+    for(size_t i = 0; i < 4 && !first; i++)
+      if(all[i]->state == OBJ_FAILED)
+        first = all[i];
+    st_summary_add(&c, ", %zu not dropped, the first %s \"%s\": %s", bad, first->what,
+                   first->name ? first->name : "", first->error);
+  }
 done:;
   int code = st_finish(&c, render, &o);
   st_release(&c);

@@ -496,6 +496,7 @@ static int on_event(void *ctx, const char *type, const cJSON *obj)
   if(ph) {
     const char *clone = "-", *msg = "";
     const cJSON *c;
+    pthread_mutex_lock(&p->mu);
     cJSON_ArrayForEach(c, json_get(obj, "status.conditions"))
     {
       const char *t = json_get_str(c, "type"), *r = json_get_str(c, "reason");
@@ -503,7 +504,17 @@ static int on_event(void *ctx, const char *type, const cJSON *obj)
         clone = r;
         msg = json_get_str(c, "message") ? json_get_str(c, "message") : "";
       }
+      if(!t || !r)
+        continue;
+      char tr[80];
+      snprintf(tr, sizeof(tr), "%s/%s", t, r);
+      bool known = false;
+      for(int i = 0; i < p->nr && !known; i++)
+        known = !strcmp(p->reasons[i], tr);
+      if(!known && p->nr < 64)
+        snprintf(p->reasons[p->nr++], sizeof(p->reasons[0]), "%s", tr);
     }
+    pthread_mutex_unlock(&p->mu);
     char state[64];
     snprintf(state, sizeof(state), "%s/%s", ph, clone);
     pthread_mutex_lock(&p->mu);
@@ -606,6 +617,33 @@ bool e2e_phases_saw_clone(struct e2e_phases *ph, const char *phase, const char *
     }
   pthread_mutex_unlock(&p->mu);
   return saw;
+}
+
+bool e2e_phases_saw_reason(struct e2e_phases *ph, const char *type, const char *reason)
+{
+  struct e2e_rec *p = ph->r;
+  char tr[80];
+  snprintf(tr, sizeof(tr), "%s/%s", type, reason);
+  pthread_mutex_lock(&p->mu);
+  bool saw = false;
+  for(int i = 0; i < p->nr && !saw; i++)
+    saw = !strcmp(p->reasons[i], tr);
+  pthread_mutex_unlock(&p->mu);
+  return saw;
+}
+
+const char *e2e_phases_reasons(struct e2e_phases *ph)
+{
+  struct e2e_rec *p = ph->r;
+  static __thread char buf[4096];
+  buf[0] = '\0';
+  pthread_mutex_lock(&p->mu);
+  size_t used = 0;
+  for(int i = 0; i < p->nr && used < sizeof(buf) - 90; i++)
+    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "",
+                             p->reasons[i]);
+  pthread_mutex_unlock(&p->mu);
+  return buf;
 }
 
 const char *e2e_phases_clone_list(struct e2e_phases *ph)

@@ -61,6 +61,8 @@ struct e2e_rec {
   char states[96][64]; /* "Phase/CloneCompleted's reason" ("-" without one), as they changed */
   char messages[96][256]; /* CloneCompleted's message when each state was first seen */
   int ns;
+  char reasons[64][80]; /* every "Type/Reason" of a condition seen, once each */
+  int nr;
   bool running, used;
 };
 
@@ -174,6 +176,10 @@ bool e2e_phases_saw_clone(struct e2e_phases *p, const char *phase, const char *r
                           size_t len);
 /* "Pending/- Validating/- Cloning/CloneRunning ..." (thread-local buffer). */
 const char *e2e_phases_clone_list(struct e2e_phases *p);
+/* Whether an update showed condition type with that reason (at any status). */
+bool e2e_phases_saw_reason(struct e2e_phases *p, const char *type, const char *reason);
+/* "Validated/PreflightRunning CloneCompleted/CloneRunning ..." (thread-local buffer). */
+const char *e2e_phases_reasons(struct e2e_phases *p);
 
 /* The controller process: its pid, a SIGKILL, a fresh start with the same flags. */
 pid_t e2e_controller_pid(struct e2e *e);

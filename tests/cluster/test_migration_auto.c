@@ -133,6 +133,8 @@ Test(migration_auto, a_live_migration_cuts_over_by_itself_and_verifies)
   cr_assert(slot, "pgcopydb created no slot and sentinel on the source\n%s", d);
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   cr_assert_str_eq(e2e_phase(&E, "auto"), "Completed");
+  cr_assert(e2e_phases_saw_reason(&ph, "Verified", "VerificationRunning"), "%s",
+            e2e_phases_reasons(&ph));
 
   /* the path: streamed, caught up, cut over by itself, verified */
   static const char *const path[] = { "Pending", "Validating", "Cloning", "Streaming",
@@ -510,4 +512,56 @@ Test(migration_auto, a_deleted_namespace_releases_a_live_migration_with_cleanup_
   snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
   pgfx_exec(&E.src, "shop", sql);
   free(slot);
+}
+
+/* A deleted live Migration whose cleanup cannot log in to the source (its Secret changed while
+ * the worker ran with the old one): the cleanup fails for good, a Warning CleanupFailed names
+ * the slot left and how to drop it, and the finalizer goes anyway (seed 000). */
+Test(migration_auto, a_cleanup_that_cannot_log_in_is_cleanup_failed_and_the_deletion_finishes)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 2000);
+  e2e_apply(&E, HEAD_YAML "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Manual\n",
+            "stuck");
+  bool streaming = false;
+  for(int t = 0; t < 120000 && !streaming; t += 200) {
+    const char *p = e2e_phase(&E, "stuck");
+    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
+    if(!streaming)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "stuck");
+  cr_assert(streaming, "never Streaming:\n%s", d);
+  free(d);
+  char slot[64];
+  slot_of("stuck", slot, sizeof(slot));
+  cr_assert(slot[0]);
+  char uri[512];
+  e2e_secret_replace(&E, "src", pgfx_uri(&E.src, uri, sizeof(uri), "src_app", "Not-The-Pw-2",
+                                         "shop"));
+  cr_assert_eq(e2e_kubectl(&E, NULL, "delete migration stuck --wait=false"), 0);
+  bool gone = false;
+  for(int t = 0; t < 90000 && !gone; t += 200) {
+    gone = e2e_kubectl(&E, NULL, "get migration stuck") != 0;
+    if(!gone)
+      e2e_sleep_ms(200);
+  }
+  cr_assert(gone, "the finalizer was kept");
+  cr_assert_eq(e2e_wait_event_count(&E, "stuck", "CleanupFailed", 1, 10000), 1);
+  char *ev = e2e_events(&E, "stuck");
+  cr_assert(strstr(ev, "Warning CleanupFailed (x1)"), "%s", ev);
+  free(ev);
+  const char *m = e2e_event_message(&E, "stuck", "CleanupFailed");
+  char want[160];
+  snprintf(want, sizeof(want), "pg_drop_replication_slot('%s')", slot);
+  cr_assert(strstr(m, want) && strstr(m, "password authentication failed"), "%s", m);
+  cr_assert_null(strstr(m, "Not-The-Pw-2"), "%s", m);
+  char sql[200];
+  snprintf(sql, sizeof(sql), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'",
+           slot);
+  cr_assert_eq(q_int(&E.src, sql), 1, "the slot is left, as CleanupFailed says");
+  snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
+  pgfx_exec(&E.src, "shop", sql);
 }

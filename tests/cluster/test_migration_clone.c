@@ -122,6 +122,8 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
             "CopyingData not from the probe: %s", msg);
   cr_assert(!e2e_phases_saw_clone(&ph, "Finalizing", "CloneRunning", NULL, 0), "%s",
             e2e_phases_clone_list(&ph));
+  cr_assert(e2e_phases_saw_clone(&ph, "Cloning", "CloneRunning", NULL, 0), "%s",
+            e2e_phases_clone_list(&ph));
   cr_assert(!e2e_phases_saw(&ph, "Failed"), "phases: %s", e2e_phases_list(&ph));
 
   /* the finished Migration's pooled session is closed */

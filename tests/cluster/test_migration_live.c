@@ -426,6 +426,15 @@ Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_los
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   free(d);
   assert_completed_live("shop", &ph, &w, false);
+  /* the reasons of the way there, each seen as it was written (seed 000) */
+  static const char *const way[][2] = {
+    { "Validated", "PreflightRunning" }, { "CloneCompleted", "CloneRunning" },
+    { "Streaming", "Replaying" },        { "CaughtUp", "Lagging" },
+    { "CaughtUp", "ConfirmingCatchUp" }, { "CaughtUp", "LagBelowThreshold" },
+  };
+  for(size_t i = 0; i < sizeof(way) / sizeof(way[0]); i++)
+    cr_assert(e2e_phases_saw_reason(&ph, way[i][0], way[i][1]), "%s/%s never seen: %s",
+              way[i][0], way[i][1], e2e_phases_reasons(&ph));
   cr_log_info("live migration: %lld ms; phases %s", e2e_mono_ms() - t0, e2e_phases_list(&ph));
 }
 

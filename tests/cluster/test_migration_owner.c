@@ -36,11 +36,17 @@ Test(migration_owner, the_reown_job_hands_the_restored_objects_to_the_owner)
             "  clone:\n"
             "    ownerAfterRestore: shop_owner\n"
             "  worker: {workDir: {size: 1Gi}}\n");
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "shop");
   /* Events are emitted after the status write: Completed is the last one */
   bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 180000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
+  e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete:\n%s", d);
+  /* the handover was seen running, in Finalizing (seed 000) */
+  cr_assert(e2e_phases_saw_reason(&ph, "OwnershipApplied", "OwnershipRunning"), "%s",
+            e2e_phases_reasons(&ph));
 
   cr_assert_str_eq(e2e_cond_reason(&E, "shop", "OwnershipApplied"), "OwnershipApplied", "%s", d);
   cr_assert(strstr(e2e_cond_message(&E, "shop", "OwnershipApplied"), "shop_owner"), "%s", d);

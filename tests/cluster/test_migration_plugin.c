@@ -100,6 +100,11 @@ Test(migration_plugin, the_superuser_allows_wal2json_and_the_worker_decodes_with
   cr_assert(remediated, "%s", d);
   free(d);
   const char *ev = e2e_event_message(&E, "shop", "PreflightRemediated");
+  /* one Event for the one tier that lacked something, Normal */
+  cr_assert_eq(e2e_event_count(&E, "shop", "PreflightRemediated"), 1);
+  char *all = e2e_events(&E, "shop");
+  cr_assert(strstr(all, "Normal PreflightRemediated (x1)"), "%s", all);
+  free(all);
   cr_assert(strstr(ev, "granted the follow tier through spec.superuserSecretRef: " ALLOW_WAL2JSON
                        " (source); SELECT pg_reload_conf() (source)"),
             "%s", ev);
