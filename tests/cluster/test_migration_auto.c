@@ -565,3 +565,50 @@ Test(migration_auto, a_cleanup_that_cannot_log_in_is_cleanup_failed_and_the_dele
   snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
   pgfx_exec(&E.src, "shop", sql);
 }
+
+/* A drain the content refutes: the target rewrites every audit.log row COPY inserts (a trigger
+ * its superuser installed before the Migration, through an event trigger), so after the cutover
+ * the verify Job's data compare finds audit.log different: CutoverCompleted=False
+ * DrainIncomplete, and the Migration fails with it, keeping its slot (seed 000). */
+Test(migration_auto, a_drain_the_compare_refutes_is_drain_incomplete)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "shop",
+            "CREATE SCHEMA godwit_t;"
+            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
+            "CREATE FUNCTION godwit_t.tweak() RETURNS trigger LANGUAGE plpgsql AS $$"
+            "  BEGIN NEW.msg := NEW.msg || ' (changed on the target)'; RETURN NEW; END $$;"
+            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+            "  DECLARE r record; BEGIN"
+            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
+            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
+            "    LOOP EXECUTE 'CREATE TRIGGER tweak BEFORE INSERT ON audit.log FOR EACH ROW"
+            "                  EXECUTE FUNCTION godwit_t.tweak()';"
+            "    END LOOP; END $$;"
+            "CREATE EVENT TRIGGER godwit_tweak ON ddl_command_end"
+            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_apply(&E, HEAD_YAML "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Automatic\n",
+            "refuted");
+  bool slot = wait_slot(60000);
+  if(slot)
+    for(int i = 1; i <= 3; i++)
+      live_writes(i);
+  bool failed = slot &&
+                e2e_wait_cond(&E, "refuted", "Failed", "True", "DrainIncomplete", 150000) &&
+                e2e_wait_event(&E, "refuted", "DrainIncomplete", 10000);
+  char *d = e2e_describe(&E, "refuted");
+  cr_assert(failed, "not DrainIncomplete:\n%s", d);
+  cr_assert_str_eq(cond_of("refuted", "CutoverCompleted"), "False/DrainIncomplete", "%s", d);
+  cr_assert(strstr(e2e_cond_message(&E, "refuted", "CutoverCompleted"), "audit.log"), "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "refuted", "DrainIncomplete"), 1, "%s", d);
+  char *ev = e2e_events(&E, "refuted");
+  cr_assert(strstr(ev, "Warning DrainIncomplete (x1)"), "%s", ev);
+  free(ev);
+  cr_assert_str_eq(e2e_phase(&E, "refuted"), "Failed", "%s", d);
+  /* the slot is kept: the data stays recoverable */
+  cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_replication_slots"), 1, "%s", d);
+  free(d);
+}

@@ -246,10 +246,7 @@ static void assert_completed_live(const char *name, struct e2e_phases *ph, const
   {
     const char *type = json_get_str(c, "type"), *st = json_get_str(c, "status");
     n++;
-    if(!strcmp(type, "Failed"))
-      cr_assert_str_eq(st, "False", "Failed is %s:\n%s", st, d);
-    else
-      cr_assert_str_eq(st, "True", "condition %s is %s:\n%s", type, st, d);
+    cr_assert_str_eq(st, "True", "condition %s is %s:\n%s", type, st, d); /* no Failed one */
     /* each condition carries the generation it was decided at: the approval made generation
      * 2; the base copy, settled before it, stays at 1; what the approval led to, and Validated
      * (decided on every reconcile), are at 2 */
@@ -295,7 +292,10 @@ static void assert_completed_live(const char *name, struct e2e_phases *ph, const
                                       "CutoverStarted",   "CleanupStarted",  "Completed", NULL };
   for(int i = 0; once[i]; i++) {
     int k = e2e_event_count(&E, name, once[i]);
-    if(kills)
+    /* a kill between a status write and its Events may lose them, never repeat them; the last
+     * kill lands while the verify Job runs, so the cleanup and the end are told in full */
+    bool after_kills = !strcmp(once[i], "CleanupStarted") || !strcmp(once[i], "Completed");
+    if(kills && !after_kills)
       cr_assert_leq(k, 1, "Event %s %d times:\n%s", once[i], k, d);
     else
       cr_assert_eq(k, 1, "Event %s %d times:\n%s", once[i], k, d);
@@ -483,7 +483,8 @@ Test(migration_live, survives_controller_kills_across_the_run)
             e2e_describe(&E, "kills"));
   kill_controller("during the verify", &kills);
   cr_assert_geq(kills, 5);
-  bool done = e2e_wait_complete(&E, "kills", 120000);
+  bool done = e2e_wait_complete(&E, "kills", 120000) &&
+              e2e_wait_event(&E, "kills", "Completed", 10000);
   e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "kills");
   cr_assert(done, "not Complete after %d kills; phases %s\n%s", kills, e2e_phases_list(&ph), d);
