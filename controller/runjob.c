@@ -221,6 +221,62 @@ gw_rc rj_create(const struct rj_owner *o, struct rj_spec *s, bool *created)
   return rc;
 }
 
+/* Whose Job (or claim) this is: 1 the owner's; 0 a predecessor's, an object of the owner's kind and name
+ * with another uid, deleted with its dependents orphaned (kubectl delete --cascade=orphan drops
+ * their ownerReferences), so the Job has no controller or that one, and carries the owner's
+ * label; -1 anyone else's. */
+static int job_owner(const cJSON *job, const struct rj_owner *o)
+{
+  const cJSON *ref, *ctl = NULL;
+  cJSON_ArrayForEach(ref, json_get(job, "metadata.ownerReferences"))
+    if(json_get_bool(ref, "controller", false))
+      ctl = ref;
+  const char *uid = json_get_str(ctl, "uid"), *kind = json_get_str(ctl, "kind");
+  const char *name = json_get_str(ctl, "name");
+  if(ctl && uid && o->uid && !strcmp(uid, o->uid))
+    return 1;
+  const char *lbl = cJSON_GetStringValue(
+    cJSON_GetObjectItemCaseSensitive(json_get(job, "metadata.labels"), o->label));
+  bool labelled = lbl && !strcmp(lbl, o->name);
+  if(labelled && (!ctl || (kind && name && !strcmp(kind, o->kind) && !strcmp(name, o->name))))
+    return 0;
+  return -1;
+}
+
+/* A claim of this name that a predecessor left (deleted with --cascade=orphan) becomes this
+ * owner's, so that it goes with it; its content is the worker's to judge (the work dir's stamp).
+ * A claim another object controls is left alone. */
+static gw_rc adopt_pvc(const struct rj_owner *o, const char *claim)
+{
+  cJSON *pvc = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_get(o->kube, &KUBE_PVCS, o->ns, claim, &pvc, &st);
+  kube_status_release(&st);
+  if(rc) {
+    cJSON_Delete(pvc);
+    return rc;
+  }
+  if(job_owner(pvc, o) == 0) {
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(patch, "metadata"), "ownerReferences",
+                          owner_refs(o));
+    char *body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    kube_status_init(&st);
+    rc = body ? kube_patch(o->kube, &KUBE_PVCS, o->ns, claim, KUBE_PATCH_MERGE, body, NULL, NULL,
+                           &st)
+              : GW_ENOMEM;
+    kube_status_release(&st);
+    free(body);
+    if(!rc)
+      log_kv(LOG_INFO, "adopted a work volume a deleted predecessor left", "key", o->key, "claim",
+             claim, LOG_END);
+  }
+  cJSON_Delete(pvc);
+  return rc;
+}
+
 gw_rc rj_pvc_ensure(const struct rj_owner *o, const char *claim, const cJSON *size,
                     const char *dflt, const char *storage_class)
 {
@@ -243,6 +299,8 @@ gw_rc rj_pvc_ensure(const struct rj_owner *o, const char *claim, const cJSON *si
   bool created;
   gw_rc rc = create(o, &KUBE_PVCS, pvc, &created);
   cJSON_Delete(pvc);
+  if(!rc && !created)
+    rc = adopt_pvc(o, claim);
   return rc;
 }
 
@@ -418,6 +476,23 @@ gw_rc rj_get(const struct rj_owner *o, const char *name, struct job_view *v)
   char uid[64];
   const char *u = json_get_str(job, "metadata.uid");
   snprintf(uid, sizeof(uid), "%s", u ? u : "");
+  int own = job_owner(job, o);
+  if(own < 0) {
+    log_kv(LOG_WARN, "a Job of this name belongs to another object: it is not used", "key",
+           o->key, "job", v->name, LOG_END);
+    cJSON_Delete(job);
+    return GW_ECONFLICT;
+  }
+  if(own == 0 && !json_get(job, "metadata.deletionTimestamp")) {
+    /* never read a predecessor's verdict as this owner's: it goes, and this owner's Job is
+     * made once it is gone */
+    log_kv(LOG_WARN, "removing a Job a deleted predecessor of the same name left", "key", o->key,
+           "job", v->name, LOG_END);
+    cJSON_Delete(job);
+    rc = rj_delete(o, v->name);
+    v->state = JOB_DELETING;
+    return rc == GW_ENOTFOUND ? GW_OK : rc;
+  }
   if(json_get(job, "metadata.deletionTimestamp")) {
     v->state = JOB_DELETING;
   } else if(json_condition_true(job, "Complete")) {

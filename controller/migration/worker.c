@@ -14,6 +14,12 @@
 #include "mig.h"
 
 /* The prologue of every attempt, before pgcopydb runs:
+ *  - the work dir is this Migration's: the stamp MIG_WORK_MOUNT/owner holds its uid; a work dir
+ *    without it (another Migration's, a claim of the same name that outlived it, a completed
+ *    run's) is removed and the attempt starts fresh, dropping --resume and --not-consistent;
+ *    so does a later attempt of a clone on pgcopydb < 0.15 whose predecessor failed before its
+ *    schema dump was done (nothing to resume). It says so on stderr ("godwit: starting
+ *    fresh: ..."), which the controller turns into an Event (WorkDirReset);
  *  - the filters file, from GODWIT_FILTERS;
  *  - on a later attempt, or a re-run of an attempt a suspension stopped (GODWIT_RESUME), the
  *    pidfile of the run that died (its pid may be alive in another Pod's namespace, or reused
@@ -26,11 +32,33 @@
 static const char worker_script[] =
   "set -e\n"
   "d=" MIG_WORK_DIR "\n"
+  "stamp=" MIG_WORK_MOUNT "/owner\n"
+  "fresh=\n"
+  /* the work dir is this Migration's (its uid in the stamp), or it is not resumed */
+  "later=\n"
+  "if [ \"${GODWIT_ATTEMPT:-1}\" != 1 ] || [ \"${GODWIT_RESUME:-}\" = 1 ]; then later=1; fi\n"
+  "owner=$(cat \"$stamp\" 2>/dev/null || true)\n"
+  /* no stamp on a later attempt: a work dir begun before stamps (an upgrade), kept */
+  "if [ -d \"$d\" ] && { [ -n \"$owner\" ] || [ -z \"$later\" ]; } &&"
+  " [ \"$owner\" != \"$GODWIT_OWNER_UID\" ]; then\n"
+  "  echo \"godwit: starting fresh: the work directory holds the files of another run (owner"
+  " ${owner:-unknown}, not $GODWIT_OWNER_UID)\" >&2\n"
+  "  rm -rf \"$d\"; fresh=1\n"
+  "elif [ \"${GODWIT_CLEAN_LOCKS:-}\" = 1 ] && [ -z \"${GODWIT_LIVE:-}\" ] && [ -n \"$later\" ]"
+  " && [ ! -f \"$d/run/dump-pre.done\" ]; then\n"
+  "  echo \"godwit: starting fresh: the attempt before failed before its schema dump was done,"
+  " nothing to resume\" >&2\n"
+  "  rm -rf \"$d\"; fresh=1\n"
+  "fi\n"
+  "printf '%s\\n' \"$GODWIT_OWNER_UID\" > \"$stamp\"\n"
+  "if [ -n \"$fresh\" ]; then\n"
+  "  for a do shift; case \"$a\" in --resume|--not-consistent) ;; *) set -- \"$@\" \"$a\";;"
+  " esac; done\n"
+  "fi\n"
   "if [ -n \"${GODWIT_FILTERS:-}\" ]; then\n"
   "  printf '%s\\n' \"$GODWIT_FILTERS\" > " MIG_FILTERS_FILE "\n"
   "fi\n"
-  "if { [ \"${GODWIT_ATTEMPT:-1}\" != 1 ] || [ \"${GODWIT_RESUME:-}\" = 1 ]; }"
-  " && [ -d \"$d\" ]; then\n"
+  "if [ -z \"$fresh\" ] && [ -n \"$later\" ] && [ -d \"$d\" ]; then\n"
   "  rm -f \"$d/pgcopydb.pid\"\n"
   "  if [ \"${GODWIT_CLEAN_LOCKS:-}\" = 1 ]; then\n"
   "    for f in \"$d\"/run/[0-9]*; do\n"
@@ -83,6 +111,12 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   size_t e = 0;
   s.env[e][0] = "GODWIT_ATTEMPT";
   s.env[e++][1] = n;
+  s.env[e][0] = "GODWIT_OWNER_UID";
+  s.env[e++][1] = m->uid;
+  if(m->live) {
+    s.env[e][0] = "GODWIT_LIVE";
+    s.env[e++][1] = "1";
+  }
   if(filters && *filters) {
     s.env[e][0] = "GODWIT_FILTERS";
     s.env[e++][1] = filters;
@@ -112,6 +146,34 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
 static bool clone_done(const struct mig *m)
 {
   return cond_is_true(m->obj, C_CLONE);
+}
+
+/* The prologue started the attempt fresh (the work dir was another run's, or held nothing to
+ * resume): read once per attempt from its log (status.workDirChecked), as soon as its Pod has
+ * one, and said with a Warning. */
+static void fresh_check(struct mig *m, const struct job_view *v, int n)
+{
+  if(mig_status_int(m, "workDirChecked", 0) >= n)
+    return;
+  char *log = NULL;
+  if(!*v->pod || rj_log_tail(&m->owner, v->pod, 400, &log))
+    return;
+  if(!strstr(log, "godwit: ") && !strstr(log, "pgcopydb")) {
+    free(log); /* the prologue has not run yet */
+    return;
+  }
+  edit_set_int(&m->ed, "workDirChecked", n);
+  static const char mark[] = "godwit: starting fresh: ";
+  const char *p = strstr(log, mark);
+  if(p) {
+    p += sizeof(mark) - 1;
+    size_t len = strcspn(p, "\n");
+    edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d started fresh "
+              "(no --resume): %.*s", n, m->backoff_limit + 1, (int)(len < 400 ? len : 400), p);
+    edit_event(&m->ed, EV_WARNING, "WorkDirReset", "attempt %d started fresh instead of "
+               "resuming: %.*s", n, (int)(len < 400 ? len : 400), p);
+  }
+  free(log);
 }
 
 /* WorkerZombie: the Pod runs, but the supervisor's fatal exit is the last thing it logged. */
@@ -307,13 +369,16 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
     return W_RUNNING;
   case JOB_RUNNING:
     zombie_check(m, v);
+    fresh_check(m, v, n);
     edit_requeue(&m->ed, m->o->poll_interval_ms);
     return W_RUNNING;
   case JOB_SUCCEEDED:
+    fresh_check(m, v, n);
     if(mig_status_str(m, "zombieSince"))
       edit_unset(&m->ed, "zombieSince");
     return W_SUCCEEDED;
   case JOB_FAILED:
+    fresh_check(m, v, n);
     attempt_failed(m, n, v);
     return W_FAILED;
   }

@@ -343,6 +343,9 @@ static const struct sch_field v1_status[] = {
     .desc = "The phase a suspension interrupted; resuming returns to it." },
   { .name = "catchUpSamples", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
     .desc = "Consecutive lag samples at or below spec.follow.maxCatchupLag (live)." },
+  { .name = "workDirChecked", .type = SCH_INT, .flags = SCH_HAS_MIN, .min = 0,
+    .desc = "The last worker attempt whose start the controller read from its log: whether it "
+            "resumed or started fresh (Event WorkDirReset)." },
   { .name = "nextAttemptTime", .type = SCH_TIME,
     .desc = "When the next worker attempt starts, after a failed one's back-off (10 s "
             "doubling, six minutes at most); absent once it started." },

@@ -91,13 +91,18 @@ static long long status_int(const char *name, const char *path)
   return n;
 }
 
-/* The index done markers pgcopydb 0.10 wrote in the work dir (on this machine, the PVC is a
- * directory of the cluster). */
+/* The index done markers pgcopydb 0.10 wrote in the work dir (on this machine, the PVC's volume
+ * is the directory DIR/volumes/pvc-UID of the cluster). */
 static int index_markers(void)
 {
+  char *uid = NULL;
+  if(e2e_kubectl(&E, &uid, "get pvc shop-workdir -o jsonpath={.metadata.uid}")) {
+    free(uid);
+    return 0;
+  }
   char path[600];
-  snprintf(path, sizeof(path), "%s/volumes/%s/shop-workdir/pgcopydb/run/indexes", E.c.dir,
-           E2E_NS);
+  snprintf(path, sizeof(path), "%s/volumes/pvc-%s/pgcopydb/run/indexes", E.c.dir, uid);
+  free(uid);
   DIR *d = opendir(path);
   if(!d)
     return 0;
@@ -636,4 +641,81 @@ Test(migration_resume, a_resumed_live_run_of_0_10_leaves_the_sentinel_schema_out
                "0.10-1", true);
   cr_assert_str_eq(ini, "[include-only-table]\na.b\n", "only listed tables are copied anyway");
   free(ini);
+}
+
+/* A work volume that outlived its Migration (deleted with --cascade=orphan) holds a completed
+ * run's files; a new Migration of the same name finds it. Its first attempt does not try to
+ * resume or reuse them (pgcopydb 0.10 refused such a directory on every attempt): the work
+ * directory is stamped with the Migration's uid, a foreign one is emptied, and the attempt says
+ * it started fresh (WorkDirReset), then completes (issue 17). */
+Test(migration_resume, a_work_volume_of_another_run_is_never_resumed)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  e2e_apply(&E, CLONE_YAML, "shop", 2);
+  bool done = e2e_wait_complete(&E, "shop", 120000);
+  cr_assert(done, "the first run did not complete");
+  char *old_uid = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &old_uid, "get migration shop -o jsonpath={.metadata.uid}"), 0);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "delete migration shop --cascade=orphan"), 0);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "get pvc shop-workdir"), 0, "the volume was not kept");
+  /* the target made empty again, as for a second copy */
+  pgfx_exec(&E.dst, "shop", "DROP SCHEMA sales CASCADE; DROP SCHEMA audit CASCADE;"
+                            "DROP TABLE public.customers CASCADE; DROP SEQUENCE IF EXISTS "
+                            "public.customers_id_seq");
+  pgfx_exec(&E.dst, "shop", "SELECT lo_unlink(oid) FROM pg_largeobject_metadata");
+  e2e_apply(&E, CLONE_YAML, "shop", 2);
+  done = e2e_wait_complete(&E, "shop", 120000) && e2e_wait_event(&E, "shop", "Completed", 10000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "the second run did not complete:\n%s", d);
+  cr_assert_eq(status_int("shop", "status.attempts"), 1, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "WorkDirReset"), 1, "%s", d);
+  const char *msg = e2e_event_message(&E, "shop", "WorkDirReset");
+  cr_assert(strstr(msg, "attempt 1 started fresh") && strstr(msg, "another run") &&
+              strstr(msg, old_uid), "%s", msg);
+  e2e_assert_same(&E);
+  free(old_uid);
+  free(d);
+}
+
+/* An attempt that dies before its schema dump is done leaves nothing to resume: the next one
+ * starts fresh (a consistent clone, not --resume --not-consistent), saying so (WorkDirReset).
+ * The dump is held on a lock the test takes, and the worker is killed while it waits. */
+Test(migration_resume, an_attempt_killed_before_its_dump_is_followed_by_a_fresh_one)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  PGconn *lock = pgfx_connect(&E.src, "shop");
+  PGresult *r = PQexec(lock, "BEGIN; LOCK TABLE sales.orders IN ACCESS EXCLUSIVE MODE");
+  cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(lock));
+  PQclear(r);
+  e2e_apply(&E, CLONE_YAML, "shop", 2);
+  bool waiting = false;
+  for(int i = 0; i < 600 && !waiting; i++) {
+    char *n = pgfx_query1(&E.src, "shop", "SELECT count(*) FROM pg_stat_activity WHERE usename "
+                                          "= 'src_app' AND wait_event_type = 'Lock'");
+    waiting = atoi(n) > 0;
+    free(n);
+    if(!waiting)
+      e2e_sleep_ms(100);
+  }
+  cr_assert(waiting, "the worker's dump never waited for the lock");
+  pid_t pid = e2e_worker_pid(&E, "shop");
+  cr_assert_gt(pid, 0, "no running worker Pod");
+  cr_assert_eq(kill(-pid, SIGKILL), 0, "kill the worker's process group %d: %s", (int)pid,
+               strerror(errno));
+  cr_assert(wait_group_gone(pid, 10000));
+  r = PQexec(lock, "COMMIT");
+  PQclear(r);
+  PQfinish(lock);
+  bool done = e2e_wait_complete(&E, "shop", 120000) && e2e_wait_event(&E, "shop", "Completed", 10000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete:\n%s", d);
+  cr_assert_eq(status_int("shop", "status.attempts"), 2, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "shop", "WorkDirReset"), 1, "%s", d);
+  cr_assert(strstr(e2e_event_message(&E, "shop", "WorkDirReset"), "attempt 2 started fresh "
+                   "instead of resuming: the attempt before failed before its schema dump"),
+            "%s", d);
+  e2e_assert_same(&E);
+  free(d);
 }

@@ -75,6 +75,8 @@ gw_rc volumes_setup(struct jr *jr, struct kcache *kc, const cJSON *pod, const ch
 /* Requests fresh tokens when they are due. */
 void volumes_refresh(struct jr *jr, const cJSON *pod, struct pod_volumes *pv);
 void volumes_release(struct pod_volumes *pv);
+/* Removes the volume directory of every claim that is gone (the primary's pass). */
+void volumes_reclaim(struct jr *jr);
 const struct vol *volumes_find(const struct pod_volumes *pv, const char *name);
 
 /* ---- logs.c ---- */

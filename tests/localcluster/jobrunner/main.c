@@ -241,6 +241,13 @@ static void pass(struct jr *jr)
     jobctl_sync(jr, jobs, pods);
   if(pods && daemonsets && nodes)
     dsctl_sync(jr, daemonsets, nodes, pods);
+  /* the PV controller's Delete reclaim policy, every few seconds, on the node that holds the
+   * volumes */
+  static int64_t last_reclaim;
+  if(!jr->cfg->kubelet_only && jr_mono_ms() - last_reclaim >= 2000) {
+    last_reclaim = jr_mono_ms();
+    volumes_reclaim(jr);
+  }
   cJSON_Delete(pods);
   cJSON_Delete(jobs);
   cJSON_Delete(daemonsets);

@@ -1,7 +1,9 @@
 /* volumes.c: what the kubelet mounts into a Pod, as directories on this machine.
  *
- *   persistentVolumeClaim   DIR/volumes/NS/CLAIM (outlives the Pod; the claim must exist,
- *                           which the scheduler checked)
+ *   persistentVolumeClaim   DIR/volumes/pvc-UID, UID the claim's (outlives the Pod; the claim
+ *                           must exist, which the scheduler checked); removed once the claim is
+ *                           gone (reclaim policy Delete, as dynamic provisioning sets it:
+ *                           volumes_reclaim)
  *   emptyDir                DIR/pods/UID/volumes/NAME (removed with the Pod)
  *   secret, configMap,      files written once at Pod start under DIR/pods/UID/volumes/NAME,
  *   downwardAPI, projected  with items, modes and optional as the kubelet handles them
@@ -10,6 +12,7 @@
  * The service-account directory (DIR/pods/UID/serviceaccount: token, ca.crt, namespace) is
  * what GODWIT_SA_DIR names; its token comes from TokenRequest bound to the Pod, and is renewed
  * at 80% of its lifetime as the kubelet does. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,57 @@
 #include "kubelet.h"
 #include "log.h"
 #include "strbuf.h"
+
+void volumes_reclaim(struct jr *jr)
+{
+  char dir[PATH_MAX + 16];
+  jr_fmt(dir, sizeof(dir), "%s/volumes", jr->dir);
+  /* the directories first, then the claims: a directory is made only for a claim that exists,
+   * so one seen here whose claim is missing from the later list lost its claim */
+  DIR *d = opendir(dir);
+  if(!d)
+    return;
+  char (*names)[64] = NULL;
+  size_t n = 0, cap = 0;
+  const struct dirent *de;
+  while((de = readdir(d)) != NULL) {
+    if(strncmp(de->d_name, "pvc-", 4) || strlen(de->d_name) >= 64)
+      continue;
+    if(n == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      char (*nn)[64] = realloc(names, nc * sizeof(*names));
+      if(!nn)
+        break;
+      names = nn;
+      cap = nc;
+    }
+    jr_fmt(names[n++], sizeof(names[0]), "%s", de->d_name);
+  }
+  closedir(d);
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = n ? kube_list(jr->k, &KUBE_PVCS, NULL, NULL, &list, &st) : GW_OK;
+  kube_status_release(&st);
+  for(size_t i = 0; !rc && i < n; i++) {
+    bool held = false;
+    const cJSON *pvc;
+    cJSON_ArrayForEach(pvc, json_get(list, "items"))
+    {
+      const char *uid = json_get_str(pvc, "metadata.uid");
+      if(uid && !strcmp(uid, names[i] + 4))
+        held = true;
+    }
+    if(!held) {
+      char path[PATH_MAX + 96];
+      jr_fmt(path, sizeof(path), "%s/%s", dir, names[i]);
+      log_kv(LOG_INFO, "volume reclaimed: its claim is gone", "path", path, LOG_END);
+      jr_rmtree(path);
+    }
+  }
+  cJSON_Delete(list);
+  free(names);
+}
 
 void volumes_release(struct pod_volumes *pv)
 {
@@ -329,8 +383,23 @@ static gw_rc one_volume(struct jr *jr, struct kcache *kc, const cJSON *pod, cons
   jr_fmt(out->path, sizeof(out->path), "%s/volumes/%s", pod_dir, out->name);
   const cJSON *x;
   if((x = json_get(v, "persistentVolumeClaim"))) {
-    jr_fmt(out->path, sizeof(out->path), "%s/volumes/%s/%s", jr->dir, ns,
-             json_get_str(x, "claimName") ? json_get_str(x, "claimName") : "");
+    /* the claim's volume, as dynamic provisioning names it: its data belongs to this claim
+     * (its uid), not to a later claim of the same name */
+    const char *claim = json_get_str(x, "claimName");
+    cJSON *pvc = NULL;
+    struct kube_status st;
+    kube_status_init(&st);
+    gw_rc rc = kube_get(jr->k, &KUBE_PVCS, ns, claim ? claim : "", &pvc, &st);
+    kube_status_release(&st);
+    const char *uid = rc ? NULL : json_get_str(pvc, "metadata.uid");
+    if(!uid || !*uid || strchr(uid, '/')) {
+      jr_fmt(err, errlen, "persistentvolumeclaim \"%s\": %s", claim ? claim : "",
+             rc ? gw_strerror(rc) : "no uid");
+      cJSON_Delete(pvc);
+      return rc ? rc : GW_EIO;
+    }
+    jr_fmt(out->path, sizeof(out->path), "%s/volumes/pvc-%s", jr->dir, uid);
+    cJSON_Delete(pvc);
     out->ro = json_get_bool(x, "readOnly", false);
     if(jr_mkdirs(out->path, 0777)) {
       jr_fmt(err, errlen, "cannot create %s: %s", out->path, strerror(errno));

@@ -127,6 +127,15 @@ Test(jobrunner_pods, missing_key_names_the_secret)
   cJSON_Delete(pod);
 }
 
+/* The directory of claim name's volume: DIR/volumes/pvc-UID. */
+static void claim_dir(const char *name, char *buf, size_t len)
+{
+  cJSON *pvc = jt_get(K, &KUBE_PVCS, name);
+  cr_assert(pvc, "no claim %s", name);
+  snprintf(buf, len, "%s/volumes/pvc-%s", C.dir, json_get_str(pvc, "metadata.uid"));
+  cJSON_Delete(pvc);
+}
+
 Test(jobrunner_pods, claim_directory_outlives_a_pod)
 {
   jt_pvc(K, "work");
@@ -144,9 +153,57 @@ Test(jobrunner_pods, claim_directory_outlives_a_pod)
   cr_assert_eq(jt_num(done, "status.succeeded"), 1);
   cJSON_Delete(done);
   char path[600];
-  snprintf(path, sizeof(path), "%s/volumes/" JT_NS "/work/marker", C.dir);
+  claim_dir("work", path, sizeof(path));
+  strncat(path, "/marker", sizeof(path) - strlen(path) - 1);
   struct stat st;
   cr_assert_eq(stat(path, &st), 0, "the claim's directory is not %s", path);
+}
+
+/* The claim's data belongs to the claim: deleted with it (reclaim policy Delete), and a new claim
+ * of the same name starts empty (issue 17: a re-created Migration got an earlier run's work
+ * directory). */
+Test(jobrunner_pods, a_deleted_claim_takes_its_data_and_a_new_one_starts_empty)
+{
+  jt_pvc(K, "again");
+  cJSON *job = jt_job("first", "echo old > " MNT "/work/left");
+  add_to(pod_spec(job), "volumes", "{\"name\":\"w\",\"persistentVolumeClaim\":{\"claimName\":"
+                                   "\"again\"}}");
+  add_to(jt_container(job), "volumeMounts", "{\"name\":\"w\",\"mountPath\":\"" MNT "/work\"}");
+  jt_create(K, &KUBE_JOBS, job);
+  cJSON *done = jt_wait_job_condition(K, "first", "Complete", 30000);
+  cr_assert(done, "the first Job did not complete");
+  cJSON_Delete(done);
+  char old_dir[600], path[700];
+  claim_dir("again", old_dir, sizeof(old_dir));
+  snprintf(path, sizeof(path), "%s/left", old_dir);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0, "%s", path);
+  /* the claim goes: its directory goes within the reclaim period */
+  struct kube_status ks;
+  kube_status_init(&ks);
+  cr_assert_eq(kube_delete(K, &KUBE_PVCS, JT_NS, "again", NULL, NULL, &ks), GW_OK);
+  kube_status_release(&ks);
+  bool gone = false;
+  for(int i = 0; i < 100 && !gone; i++) {
+    gone = stat(old_dir, &st) != 0;
+    if(!gone)
+      usleep(100000);
+  }
+  cr_assert(gone, "%s outlived its claim", old_dir);
+  /* a new claim of the same name: another volume, empty */
+  jt_pvc(K, "again");
+  job = jt_job("second", "if [ -e " MNT "/work/left ]; then exit 1; fi; exit 0");
+  add_to(pod_spec(job), "volumes", "{\"name\":\"w\",\"persistentVolumeClaim\":{\"claimName\":"
+                                   "\"again\"}}");
+  add_to(jt_container(job), "volumeMounts", "{\"name\":\"w\",\"mountPath\":\"" MNT "/work\"}");
+  cr_assert_eq(json_set(job, "spec.backoffLimit", cJSON_CreateNumber(0)), GW_OK);
+  jt_create(K, &KUBE_JOBS, job);
+  done = jt_wait_job_condition(K, "second", "Complete", 30000);
+  cr_assert(done, "the new claim saw the old claim's file");
+  cJSON_Delete(done);
+  char new_dir[600];
+  claim_dir("again", new_dir, sizeof(new_dir));
+  cr_assert_str_neq(new_dir, old_dir);
 }
 
 Test(jobrunner_pods, missing_claim_is_unschedulable)
