@@ -130,6 +130,28 @@ void t_expect_cause(const struct api_result *r, const char *field, const char *r
   cr_assert_fail("expected cause %s (%s), got: %s", field, reason, t_causes(r));
 }
 
+void t_expect_cause_count(const struct api_result *r, size_t n)
+{
+  cr_assert_eq(r->errs.n, n, "expected %zu causes, got %zu: %s", n, r->errs.n, t_causes(r));
+}
+
+size_t t_expect_also(const struct api_result *r, const char *also)
+{
+  size_t n = 0;
+  for(const char *p = also; p && *p;) {
+    char field[200], reason[64];
+    int used = 0;
+    if(sscanf(p, " %199s %63[A-Za-z]%n", field, reason, &used) != 2)
+      cr_assert_fail("a malformed expected cause list: %s", also);
+    t_expect_cause(r, field, reason);
+    n++;
+    p += used;
+    while(*p == ';' || *p == ' ')
+      p++;
+  }
+  return n;
+}
+
 void t_expect_message(const struct api_result *r, const char *field, const char *text)
 {
   for(size_t i = 0; i < r->errs.n; i++)

@@ -36,6 +36,10 @@ cJSON *t_default(enum api_op op, const char *group, const char *kind, const char
                  const char *old, const struct t_user *u, const struct policy *p);
 void t_expect_allowed(const struct api_result *r);
 void t_expect_cause(const struct api_result *r, const char *field, const char *reason);
+/* Asserts the refusal has exactly n causes (t_expect_cause each of them). */
+void t_expect_cause_count(const struct api_result *r, size_t n);
+/* Asserts each cause of also ("field Reason; field Reason", NULL: none); how many it lists. */
+size_t t_expect_also(const struct api_result *r, const char *also);
 /* Asserts a cause on field whose message contains text. */
 void t_expect_message(const struct api_result *r, const char *field, const char *text);
 void t_expect_warning(const struct api_result *r, const char *text);

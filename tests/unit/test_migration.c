@@ -29,6 +29,7 @@ struct case_ {
   const char *obj;
   const char *field; /* NULL: allowed */
   const char *reason;
+  const char *also; /* the other causes: "field Reason; field Reason" */
 };
 
 static const struct case_ cases[] = {
@@ -116,7 +117,8 @@ static const struct case_ cases[] = {
   { "approved on a live manual migration",
     OBJ(LIVE ",\"cutover\":{\"approved\":true,\"approvedBy\":\"alice\"}"), NULL, NULL },
   { "approved on a clone", OBJ(",\"cutover\":{\"approved\":true,\"approvedBy\":\"alice\"}"),
-    "spec.cutover.approved", "FieldValueForbidden" },
+    "spec.cutover.approved", "FieldValueForbidden",
+    .also = "spec.cutover FieldValueForbidden" },
   { "approved with automatic cutover",
     OBJ(LIVE ",\"cutover\":{\"mode\":\"Automatic\",\"approved\":true,\"approvedBy\":\"alice\"}"),
     "spec.cutover.approved", "FieldValueForbidden" },
@@ -213,8 +215,10 @@ ParameterizedTest(size_t *i, migration, rules)
   t_admit(&r, API_CREATE, G, K, c->obj, NULL, &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1 + t_expect_also(&r, c->also));
+  }
   api_result_release(&r);
 }
 

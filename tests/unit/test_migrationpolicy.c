@@ -71,8 +71,10 @@ ParameterizedTest(size_t *i, migrationpolicy, rules)
   t_admit(&r, API_CREATE, G, "MigrationPolicy", c->obj, NULL, &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
+  }
   api_result_release(&r);
 }
 

@@ -90,8 +90,10 @@ ParameterizedTest(size_t *i, ptahmigration, rules)
   t_admit(&r, API_CREATE, G, K, c->obj, NULL, &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
+  }
   api_result_release(&r);
 }
 
@@ -151,8 +153,10 @@ ParameterizedTest(size_t *i, ptahmigration, updates)
   t_admit(&r, API_UPDATE, G, K, c->obj, c->old, &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
+  }
   api_result_release(&r);
 }
 

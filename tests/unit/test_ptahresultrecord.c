@@ -52,6 +52,7 @@ struct case_ {
   int user;
   const char *field; /* NULL: allowed */
   const char *reason;
+  const char *also; /* the other causes: "field Reason; field Reason" */
 };
 
 static const struct case_ cases[] = {
@@ -68,15 +69,20 @@ static const struct case_ cases[] = {
     RUNNER, NULL, NULL },
   { "migration observe", REC("PtahMigration", "Observe", "{\"outcome\":\"Succeeded\"}"), RUNNER,
     NULL, NULL },
-  { "written by a person", APPLIED, PERSON, "spec.writer.serviceAccount", "FieldValueForbidden" },
+  { "written by a person", APPLIED, PERSON, "spec.writer.serviceAccount", "FieldValueForbidden",
+    .also = "spec.writer.podName FieldValueForbidden; spec.writer.podUID FieldValueForbidden" },
   { "written by a service account of another namespace", APPLIED, OTHER_NS,
     "spec.writer.serviceAccount", "FieldValueForbidden" },
-  { "token without a pod name", APPLIED, NO_EXTRAS, "spec.writer.podName", "FieldValueForbidden" },
-  { "token without a pod uid", APPLIED, NO_EXTRAS, "spec.writer.podUID", "FieldValueForbidden" },
+  { "token without a pod name", APPLIED, NO_EXTRAS, "spec.writer.podName", "FieldValueForbidden",
+    .also = "spec.writer.podUID FieldValueForbidden" },
+  { "token without a pod uid", APPLIED, NO_EXTRAS, "spec.writer.podUID", "FieldValueForbidden",
+    .also = "spec.writer.podName FieldValueForbidden" },
   { "token with a name but no uid", APPLIED, NO_UID, "spec.writer.podUID", "FieldValueForbidden" },
-  { "pod of another job", APPLIED, OTHER_JOB_POD, "spec.jobName", "FieldValueForbidden" },
+  { "pod of another job", APPLIED, OTHER_JOB_POD, "spec.jobName", "FieldValueForbidden",
+    .also = "spec.jobName FieldValueForbidden" },
   { "pod of a job whose name extends this one", APPLIED, SIBLING_JOB_POD, "spec.jobName",
-    "FieldValueForbidden" },
+    "FieldValueForbidden",
+    .also = "spec.jobName FieldValueForbidden" },
   { "pod of a job that extends this job's name",
     "{\"apiVersion\":\"" G "/v1\",\"kind\":\"" K "\",\"metadata\":{\"name\":\"orders-apply\","
     "\"namespace\":\"shop\"},\"spec\":{\"ownerRef\":{\"kind\":\"PtahSchema\",\"name\":\"orders\"},"
@@ -102,7 +108,8 @@ static const struct case_ cases[] = {
   { "writer not stamped",
     "{" V1 ",\"spec\":{\"ownerRef\":{\"kind\":\"PtahSchema\",\"name\":\"orders\"},\"operation\":{"
     "\"id\":\"o\",\"type\":\"Plan\"},\"jobName\":\"" JOB "\",\"result\":{\"outcome\":\"Failed\"}}}",
-    RUNNER, "spec.writer.podUID", "FieldValueRequired" },
+    RUNNER, "spec.writer.podUID", "FieldValueRequired",
+    .also = "spec.writer.podName FieldValueRequired; spec.writer.podUID FieldValueRequired" },
   { "name differs from the job",
     "{\"apiVersion\":\"" G "/v1\",\"kind\":\"" K "\",\"metadata\":{\"name\":\"result-1\","
     "\"namespace\":\"shop\"},\"spec\":{\"ownerRef\":{\"kind\":\"PtahSchema\",\"name\":\"orders\"},"
@@ -157,18 +164,22 @@ static const struct case_ cases[] = {
     RUNNER, "spec.result", "FieldValueRequired" },
   { "v1alpha1 by its runner", AREC(AWRITER), RUNNER, NULL, NULL },
   { "v1alpha1 written by a person", AREC(AWRITER), PERSON, "spec.serviceAccount",
-    "FieldValueForbidden" },
+    "FieldValueForbidden",
+    .also = "spec.podName FieldValueForbidden; spec.podUID FieldValueForbidden" },
   { "v1alpha1 token without a pod", AREC(AWRITER), NO_EXTRAS, "spec.podName",
-    "FieldValueForbidden" },
+    "FieldValueForbidden",
+    .also = "spec.podUID FieldValueForbidden" },
   { "v1alpha1 pod of another job", AREC(AWRITER), OTHER_JOB_POD, "spec.jobName",
-    "FieldValueForbidden" },
+    "FieldValueForbidden",
+    .also = "spec.jobName FieldValueForbidden" },
   { "v1alpha1 forged pod uid",
     AREC(",\"serviceAccount\":\"" SA "\",\"podName\":\"" POD "\",\"podUID\":\"x\""), RUNNER,
     "spec.podUID", "FieldValueForbidden" },
   { "v1alpha1 outcome for the operation", AREC_T("Observe", AWRITER), RUNNER,
     "spec.outcome", "FieldValueNotSupported" },
   { "v1alpha1 plan for a migration", AREC_T("Plan", AWRITER), RUNNER,
-    "spec.operationType", "FieldValueInvalid" },
+    "spec.operationType", "FieldValueInvalid",
+    .also = "spec.outcome FieldValueNotSupported" },
   { "v1alpha1 missing owner name",
     "{" V1A ",\"spec\":{\"ownerKind\":\"PtahMigration\",\"operationId\":\"a\",\"operationType\":"
     "\"Apply\",\"jobName\":\"" JOB "\",\"outcome\":\"Applied\"" AWRITER "}}",
@@ -191,8 +202,10 @@ ParameterizedTest(size_t *i, ptahresultrecord, rules)
   t_admit(&r, API_CREATE, G, K, c->obj, NULL, &users[c->user], NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1 + t_expect_also(&r, c->also));
+  }
   api_result_release(&r);
 }
 

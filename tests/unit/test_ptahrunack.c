@@ -96,6 +96,7 @@ ParameterizedTest(size_t *i, ptahrunack, rules)
     t_expect_allowed(&r);
   else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
     cr_assert_eq(ferrs_all_policy(&r.errs), c->policy_only, "403 or 422: %s", t_causes(&r));
   }
   api_result_release(&r);

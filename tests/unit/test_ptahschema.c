@@ -140,8 +140,10 @@ ParameterizedTest(size_t *i, ptahschema, rules)
   t_admit(&r, API_CREATE, G, K, c->obj, NULL, &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
+  }
   api_result_release(&r);
 }
 
@@ -212,8 +214,10 @@ ParameterizedTest(size_t *i, ptahschema, updates)
   t_admit(&r, API_UPDATE, G, K, c->obj, c->old, c->bob ? &T_BOB : &T_ALICE, NULL);
   if(!c->field)
     t_expect_allowed(&r);
-  else
+  else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
+  }
   api_result_release(&r);
 }
 

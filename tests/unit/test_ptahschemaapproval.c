@@ -32,6 +32,7 @@ struct case_ {
   const char *field;  /* NULL: allowed */
   const char *reason;
   bool policy_only;   /* the denial is made only of policy refusals (403) */
+  const char *also; /* the other causes: "field Reason; field Reason" */
 };
 
 static const struct case_ cases[] = {
@@ -98,9 +99,11 @@ static const struct case_ cases[] = {
     "{\"approvals\":{\"allowSelfApproval\":true}}", NULL, NULL, false },
   { "outsider approving their own plan: two policy refusals",
     SPEC("\"planDigest\":\"" DIGEST "\",\"approver\":\"bob\",\"planAuthor\":\"bob\""), BOB,
-    GROUP_POLICY, "spec.approver", "FieldValueForbidden", true },
+    GROUP_POLICY, "spec.approver", "FieldValueForbidden", true,
+    .also = "spec.approver FieldValueForbidden" },
   { "forgery next to a policy refusal is not a 403", APPROVED("alice"), BOB, GROUP_POLICY,
-    "spec.approver", "FieldValueForbidden", false },
+    "spec.approver", "FieldValueForbidden", false,
+    .also = "spec.approver FieldValueForbidden" },
   { "v1alpha1 approved", ASPEC("\"digest\":\"" DIGEST "\",\"approvedBy\":\"alice\""), ALICE, NULL,
     NULL, NULL, false },
   { "v1alpha1 forged approver", ASPEC("\"digest\":\"" DIGEST "\",\"approvedBy\":\"bob\""), ALICE,
@@ -142,6 +145,7 @@ ParameterizedTest(size_t *i, ptahschemaapproval, rules)
     t_expect_allowed(&r);
   else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1 + t_expect_also(&r, c->also));
     cr_assert_eq(ferrs_all_policy(&r.errs), c->policy_only, "403 or 422: %s", t_causes(&r));
   }
   api_result_release(&r);
@@ -198,6 +202,7 @@ ParameterizedTest(size_t *i, ptahschemaapproval, updates)
     t_expect_allowed(&r);
   else {
     t_expect_cause(&r, c->field, c->reason);
+    t_expect_cause_count(&r, 1);
     t_expect_message(&r, "spec", "is immutable: an approval is a statement about one plan by one "
                                  "person; create a new PtahSchemaApproval instead");
   }
