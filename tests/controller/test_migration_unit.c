@@ -555,3 +555,62 @@ Test(migration_unit, a_rendered_job)
   cJSON_Delete(job);
   mig_release(&m);
 }
+
+/* The command line of a resumed live run with 0.10 (pure functions, no cluster): the sentinel
+ * table its first run created on the source is listed by the resumed run's catalog queries and
+ * its COPY fails on the target, so the pgcopydb schema is excluded; not on a first run, not for
+ * a clone, not with 0.15+ (its catalogs keep the first run's table list and refuse changed
+ * filters). */
+static char *joined_args_of(const char *spec_json, const char *version, int attempt)
+{
+  cJSON *spec = cJSON_Parse(spec_json);
+  struct pgc_version v;
+  mig_version_parse(version, &v);
+  cJSON *a = mig_worker_args(spec, &v, attempt, false, "godwit_0a1b2c3d", "wal2json");
+  char *out = cJSON_PrintUnformatted(a);
+  cJSON_Delete(a);
+  cJSON_Delete(spec);
+  return out;
+}
+
+static char *ini_of(const char *spec_json, const char *version, bool used)
+{
+  cJSON *spec = cJSON_Parse(spec_json);
+  struct pgc_version v;
+  mig_version_parse(version, &v);
+  char *out = mig_filters_ini_run(spec, &v, cJSON_IsObject(json_get(spec, "follow")), used);
+  cJSON_Delete(spec);
+  return out;
+}
+
+Test(migration_unit, a_resumed_live_run_of_0_10_leaves_the_sentinel_schema_out)
+{
+  char *a = joined_args_of("{\"follow\":{}}", "0.10-1", 2);
+  cr_assert(strstr(a, "\"--filters\"") && strstr(a, "\"--resume\""), "%s", a);
+  cJSON_free(a);
+  a = joined_args_of("{\"follow\":{}}", "0.10-1", 1);
+  cr_assert_null(strstr(a, "--filters"), "a first run filters nothing: %s", a);
+  cJSON_free(a);
+  a = joined_args_of("{}", "0.10-1", 2);
+  cr_assert_null(strstr(a, "--filters"), "a clone has no sentinel: %s", a);
+  cJSON_free(a);
+  a = joined_args_of("{\"follow\":{}}", "0.17", 2);
+  cr_assert_null(strstr(a, "--filters"), "0.17 refuses changed filters on resume: %s", a);
+  cJSON_free(a);
+
+  char *ini = ini_of("{\"follow\":{}}", "0.10-1", true);
+  cr_assert_str_eq(ini, "[exclude-schema]\npgcopydb\n");
+  free(ini);
+  ini = ini_of("{\"follow\":{},\"clone\":{\"filters\":{\"excludeSchemas\":[\"tmp\"]}}}", "0.10-1",
+               true);
+  cr_assert_str_eq(ini, "[exclude-schema]\ntmp\npgcopydb\n");
+  free(ini);
+  ini = ini_of("{\"follow\":{},\"clone\":{\"filters\":{\"excludeSchemas\":[\"pgcopydb\"]}}}",
+               "0.10-1", true);
+  cr_assert_str_eq(ini, "[exclude-schema]\npgcopydb\n", "not twice");
+  free(ini);
+  ini = ini_of("{\"follow\":{},\"clone\":{\"filters\":{\"includeOnlyTables\":[\"a.b\"]}}}",
+               "0.10-1", true);
+  cr_assert_str_eq(ini, "[include-only-table]\na.b\n", "only listed tables are copied anyway");
+  free(ini);
+}
