@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -610,5 +611,96 @@ Test(migration_auto, a_drain_the_compare_refutes_is_drain_incomplete)
   cr_assert_str_eq(e2e_phase(&E, "refuted"), "Failed", "%s", d);
   /* the slot is kept: the data stays recoverable */
   cr_assert_eq(q_int(&E.src, "SELECT count(*) FROM pg_replication_slots"), 1, "%s", d);
+  free(d);
+}
+
+/* The target keeps no row of audit.log (a trigger its superuser installed drops every row COPY
+ * inserts): once the worker logs the base copy done, the sample finds audit.log with rows on the
+ * source and none on the target, so CloneCompleted says TablesEmptyOnTarget naming it, a Warning
+ * says so once, and the stream is reported but not driven (seed 000). */
+Test(migration_auto, a_table_empty_on_the_target_after_the_base_copy_is_named)
+{
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "shop",
+            "CREATE SCHEMA godwit_t;"
+            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
+            "CREATE FUNCTION godwit_t.drop_row() RETURNS trigger LANGUAGE plpgsql AS $$"
+            "  BEGIN RETURN NULL; END $$;"
+            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+            "  DECLARE r record; BEGIN"
+            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
+            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
+            "    LOOP EXECUTE 'CREATE TRIGGER drop_row BEFORE INSERT ON audit.log FOR EACH ROW"
+            "                  EXECUTE FUNCTION godwit_t.drop_row()';"
+            "    END LOOP; END $$;"
+            "CREATE EVENT TRIGGER godwit_drop ON ddl_command_end"
+            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_apply(&E, HEAD_YAML "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Manual\n",
+            "empty");
+  bool seen = e2e_wait_cond(&E, "empty", "CloneCompleted", "False", "TablesEmptyOnTarget", 120000)
+              && e2e_wait_event(&E, "empty", "TablesEmptyOnTarget", 10000);
+  char *d = e2e_describe(&E, "empty");
+  cr_assert(seen, "no TablesEmptyOnTarget:\n%s", d);
+  const char *m = e2e_cond_message(&E, "empty", "CloneCompleted");
+  cr_assert(strstr(m, "audit.log") && !strstr(m, "sales.orders"), "%s", m);
+  free(d);
+  /* samples go on (every 0.7 s here); the Warning is said once per refusal */
+  e2e_sleep_ms(3000);
+  d = e2e_describe(&E, "empty");
+  cr_assert_eq(e2e_event_count(&E, "empty", "TablesEmptyOnTarget"), 1, "%s", d);
+  char *ev = e2e_events(&E, "empty");
+  cr_assert(strstr(ev, "Warning TablesEmptyOnTarget (x1)"), "%s", ev);
+  free(ev);
+  const char *p = e2e_phase(&E, "empty");
+  cr_assert(strcmp(p, "CutoverPending") && strcmp(p, "Completed"), "driven on: %s\n%s", p, d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "empty", "CloneCompleted"), "TablesEmptyOnTarget", "%s",
+                   d);
+  free(d);
+}
+
+/* Setting the cutover LSN held up: the test holds the sentinel row on the source, so the first
+ * cutover Job waits until its deadline (--step-deadline, 8 s here) ends it; that is a transient
+ * failure, CutoverRetry says so, and the next Job sets the LSN once the row is free (seed 000). */
+Test(migration_auto, a_cutover_held_up_is_retried)
+{
+  setenv("GODWIT_STEP_DEADLINE", "8", 1);
+  e2e_start(&E, &(struct e2e_opts){ .logical = true });
+  e2e_load(&E, 2000);
+  e2e_apply(&E, HEAD_YAML "  follow: {}\n"
+                          "  cutover:\n"
+                          "    mode: Manual\n",
+            "held");
+  bool pending = e2e_wait_phase(&E, "held", "CutoverPending", 120000);
+  char *d = e2e_describe(&E, "held");
+  cr_assert(pending, "never CutoverPending:\n%s", d);
+  free(d);
+  PGconn *lock = pgfx_connect(&E.src, "shop");
+  PGresult *r = PQexec(lock, "BEGIN; SELECT * FROM pgcopydb.sentinel FOR UPDATE");
+  cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(lock));
+  PQclear(r);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration held --type merge -p "
+                                     "'{\"spec\":{\"cutover\":{\"approved\":true}}}'"), 0);
+  bool retried = e2e_wait_event(&E, "held", "CutoverRetry", 60000);
+  r = PQexec(lock, "COMMIT");
+  PQclear(r);
+  PQfinish(lock);
+  d = e2e_describe(&E, "held");
+  cr_assert(retried, "no CutoverRetry:\n%s", d);
+  free(d);
+  const char *m = e2e_event_message(&E, "held", "CutoverRetry");
+  cr_assert(strstr(m, "DeadlineExceeded"), "%s", m);
+  char *ev = e2e_events(&E, "held");
+  cr_assert(strstr(ev, "Warning CutoverRetry"), "%s", ev);
+  free(ev);
+  bool done = e2e_wait_cond(&E, "held", "Complete", "True", "MigrationSucceeded", 120000) &&
+              e2e_wait_event(&E, "held", "Completed", 10000);
+  d = e2e_describe(&E, "held");
+  cr_assert(done, "%s", d);
+  cr_assert_eq(e2e_event_count(&E, "held", "CutoverStarted"), 1, "%s", d);
+  cr_assert(e2e_job_exists(&E, "held", "held-cutover-2"), "%s", d);
+  e2e_assert_same(&E);
   free(d);
 }

@@ -5,6 +5,7 @@
  * to the owner: OwnershipApplied True with its Events, Complete.
  */
 #include <criterion/criterion.h>
+#include <libpq-fe.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,5 +134,78 @@ Test(migration_owner, a_handover_that_cannot_run_fails_with_the_statement)
                                             "schemaname = 'sales' AND tablename = 'orders'");
   cr_assert_str_eq(owner, "dst_app");
   free(owner);
+  free(d);
+}
+
+/* Suspended while the handover runs: the reown Job, held on a lock the test takes on a table the
+ * migration role owns on the target, is deleted with the suspension (OwnershipSuspended), and
+ * runs again on resume, picking up what is left (seed 000). */
+Test(migration_owner, a_handover_suspended_runs_again_on_resume)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 2000);
+  pgfx_exec(&E.dst, "postgres", "CREATE ROLE shop_owner NOLOGIN");
+  /* an object of the migration role that the copy does not touch, and the handover does */
+  pgfx_exec(&E.dst, "shop", "SET ROLE dst_app; CREATE TABLE public.held(id int)");
+  PGconn *lock = pgfx_connect(&E.dst, "shop");
+  PGresult *r = PQexec(lock, "BEGIN; LOCK TABLE public.held IN ACCESS SHARE MODE");
+  cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(lock));
+  PQclear(r);
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "shop");
+  e2e_apply(&E,
+            "apiVersion: pgcopydb.io/v1\n"
+            "kind: Migration\n"
+            "metadata: {name: shop}\n"
+            "spec:\n"
+            "  source: {connectionSecretRef: {name: src}}\n"
+            "  target: {connectionSecretRef: {name: dst}}\n"
+            "  superuserSecretRef: {name: super}\n"
+            "  clone:\n"
+            "    ownerAfterRestore: shop_owner\n"
+            "  worker: {workDir: {size: 1Gi}}\n");
+  bool waiting = false;
+  for(int i = 0; i < 1200 && !waiting; i++) {
+    char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE query "
+                                          "ILIKE '%%held%%OWNER%%' AND wait_event_type = 'Lock'");
+    waiting = atoi(n) > 0;
+    free(n);
+    if(!waiting)
+      e2e_sleep_ms(100);
+  }
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(waiting, "the handover never waited on public.held:\n%s", d);
+  free(d);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration shop --type merge -p "
+                                     "'{\"spec\":{\"suspend\":true}}'"), 0);
+  bool suspended = e2e_wait_cond(&E, "shop", "OwnershipApplied", "Unknown", "OwnershipSuspended",
+                                 30000) && e2e_wait_phase(&E, "shop", "Suspended", 30000);
+  d = e2e_describe(&E, "shop");
+  cr_assert(suspended, "%s", d);
+  free(d);
+  cr_assert(strstr(e2e_event_message(&E, "shop", "Suspended"), "the running handover Job"));
+  long long end = e2e_mono_ms() + 30000;
+  while(e2e_job_exists(&E, "shop", "shop-reown") && e2e_mono_ms() < end)
+    e2e_sleep_ms(100);
+  cr_assert_not(e2e_job_exists(&E, "shop", "shop-reown"), "the handover Job was kept");
+  r = PQexec(lock, "COMMIT");
+  PQclear(r);
+  PQfinish(lock);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "patch migration shop --type merge -p "
+                                     "'{\"spec\":{\"suspend\":false}}'"), 0);
+  bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 120000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
+  e2e_phases_stop(&ph);
+  d = e2e_describe(&E, "shop");
+  cr_assert(done, "%s", d);
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "OwnershipApplied"), "OwnershipApplied", "%s", d);
+  cr_assert(e2e_phases_saw_reason(&ph, "OwnershipApplied", "OwnershipRunning") &&
+              e2e_phases_saw_reason(&ph, "OwnershipApplied", "OwnershipSuspended"),
+            "%s", e2e_phases_reasons(&ph));
+  char *owner = pgfx_query1(&E.dst, "shop", "SELECT tableowner FROM pg_tables WHERE tablename = "
+                                            "'held'");
+  cr_assert_str_eq(owner, "shop_owner");
+  free(owner);
+  e2e_assert_same(&E);
   free(d);
 }
