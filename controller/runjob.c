@@ -160,6 +160,13 @@ cJSON *rj_render(const struct rj_owner *o, struct rj_spec *s)
   cJSON_AddStringToObject(ps, "restartPolicy", "Never");
   if(s->service_account && *s->service_account)
     cJSON_AddStringToObject(ps, "serviceAccountName", s->service_account);
+  /* where the Pods may run and how their images are pulled, as the owner's user declared */
+  if(cJSON_IsObject(s->node_selector) && s->node_selector->child)
+    cJSON_AddItemToObject(ps, "nodeSelector", cJSON_Duplicate(s->node_selector, 1));
+  if(cJSON_GetArraySize(s->tolerations) > 0)
+    cJSON_AddItemToObject(ps, "tolerations", cJSON_Duplicate(s->tolerations, 1));
+  if(cJSON_GetArraySize(s->image_pull_secrets) > 0)
+    cJSON_AddItemToObject(ps, "imagePullSecrets", cJSON_Duplicate(s->image_pull_secrets, 1));
   /* non-root, and a volume writable by the group */
   cJSON *psc = cJSON_AddObjectToObject(ps, "securityContext");
   cJSON_AddTrueToObject(psc, "runAsNonRoot");
@@ -643,5 +650,37 @@ gw_rc rj_log_tail(const struct rj_owner *o, const char *pod, long lines, char **
     memset(raw, 0, len); /* it may hold a password a program printed */
     free(raw);
   }
+  return rc;
+}
+
+gw_rc rj_job_refusal(struct kube_client *k, const char *ns, const char *job, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  char sel[160];
+  snprintf(sel, sizeof(sel), "involvedObject.name=%s", job);
+  struct kube_list_opts lo = { .field_selector = sel };
+  cJSON *list = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  gw_rc rc = kube_list(k, &KUBE_EVENTS, ns, &lo, &list, &st);
+  kube_status_release(&st);
+  const char *newest = "";
+  const cJSON *items = rc ? NULL : json_get(list, "items");
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, items)
+  {
+    const char *kind = json_get_str(ev, "involvedObject.kind");
+    const char *reason = json_get_str(ev, "reason");
+    const char *ts = json_get_str(ev, "lastTimestamp");
+    if(!ts)
+      ts = json_get_str(ev, "eventTime");
+    if(!kind || strcmp(kind, "Job") || !reason || strcmp(reason, "FailedCreate"))
+      continue;
+    if(ts && strcmp(ts, newest) < 0)
+      continue;
+    newest = ts ? ts : newest;
+    snprintf(buf, len, "%s", json_get_str(ev, "message") ? json_get_str(ev, "message") : "");
+  }
+  cJSON_Delete(list);
   return rc;
 }

@@ -74,6 +74,9 @@ struct rj_spec {
   const char *service_account;    /* the Pod's (NULL: the namespace's default) */
   const cJSON *pod_labels;        /* extra labels and annotations of the Pod (objects of */
   const cJSON *pod_annotations;   /*   strings, copied; godwit's own keys win) */
+  const cJSON *node_selector;      /* the Pod's nodeSelector, tolerations and */
+  const cJSON *tolerations;        /*   imagePullSecrets, copied (NULL: none) */
+  const cJSON *image_pull_secrets;
   const char *labels[RJ_MAX_LABELS][2]; /* extra labels of the Job and its Pod (NULL ends) */
   long deadline_s;                /* activeDeadlineSeconds (0: none) */
   long ttl_s;                     /* ttlSecondsAfterFinished (0: none) */
@@ -82,6 +85,10 @@ struct rj_spec {
 void rj_name(const struct rj_owner *o, const char *step, int attempt, char *buf, size_t len);
 /* The Job object (NULL when out of memory); takes s->args. */
 cJSON *rj_render(const struct rj_owner *o, struct rj_spec *s);
+/* The newest FailedCreate Event of Job job in ns ("" when none): why its Pod is refused (an
+ * admission webhook, a quota, the runner-Pod guard). One LIST of the Job's Events. */
+gw_rc rj_job_refusal(struct kube_client *k, const char *ns, const char *job, char *buf,
+                     size_t len);
 /* Renders and creates it; *created false when it already existed. Takes s->args. */
 gw_rc rj_create(const struct rj_owner *o, struct rj_spec *s, bool *created) GW_MUST_CHECK;
 

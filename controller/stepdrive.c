@@ -89,6 +89,13 @@ static enum step_outcome waiting(const struct step_host *h, struct step_run *r, 
     edit_requeue(h->ed, STEP_DELETING_POLL_MS);
     return STEP_WAIT;
   default:
+    /* a Job without a Pod: why it has none, as its FailedCreate Event says */
+    if(r->v.state == JOB_PENDING && !*r->v.pod && !*r->v.waiting) {
+      char refused[768] = "";
+      if(!rj_job_refusal(h->owner->kube, h->owner->ns, r->v.name, refused, sizeof(refused)) &&
+         *refused)
+        snprintf(r->v.waiting, sizeof(r->v.waiting), "FailedCreate: %s", refused);
+    }
     if(*r->v.waiting)
       snprintf(r->message, sizeof(r->message), "Job %s: pod cannot start: %.900s", r->v.name,
                r->v.waiting);

@@ -13,9 +13,13 @@ static bool kube_added_label(const char *k)
          !strncmp(k, "batch.kubernetes.io/", 20);
 }
 
+/* Annotations admission adds to record a decision, not to change what runs: the Job
+ * controller's, and OpenShift's SCC admission, which names the SecurityContextConstraints that
+ * admitted the Pod (docs/operations/runner-pods.md). */
 static bool kube_added_annotation(const char *k)
 {
-  return !strcmp(k, PODTEMPLATE_DIGEST_ANNOTATION) || !strncmp(k, "batch.kubernetes.io/", 20);
+  return !strcmp(k, PODTEMPLATE_DIGEST_ANNOTATION) || !strncmp(k, "batch.kubernetes.io/", 20) ||
+         !strcmp(k, "openshift.io/scc");
 }
 
 static cJSON *filtered_map(const cJSON *m, bool (*drop)(const char *))

@@ -53,6 +53,14 @@ static void to_rj(const struct mig *m, struct job_spec *s, char *name, size_t na
                            .image = s->image, .container = s->container, .command = s->command,
                            .args = s->args, .resources = s->resources,
                            .deadline_s = deadline_of(m, s->step) };
+  /* every runner Pod of the Migration, the worker's and each step's (spec.worker) */
+  const cJSON *w = json_get(m->obj, "spec.worker");
+  out->service_account = json_get_str(w, "serviceAccountName");
+  out->pod_labels = json_get(w, "podMetadata.labels");
+  out->pod_annotations = json_get(w, "podMetadata.annotations");
+  out->node_selector = json_get(w, "nodeSelector");
+  out->tolerations = json_get(w, "tolerations");
+  out->image_pull_secrets = json_get(w, "imagePullSecrets");
   s->args = NULL;
   const cJSON *spec = json_get(m->obj, "spec");
   size_t k = 0;

@@ -362,6 +362,11 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
     edit_requeue(&m->ed, 1000);
     return W_WAIT;
   case JOB_PENDING:
+    if(!*v->pod && !*v->waiting) { /* no Pod yet: refused, or not made yet */
+      char refused[768] = "";
+      if(!rj_job_refusal(m->ctx->kube, m->ns, v->name, refused, sizeof(refused)) && *refused)
+        snprintf(v->waiting, sizeof(v->waiting), "FailedCreate: %s", refused);
+    }
     if(*v->waiting && !clone_done(m))
       edit_cond(&m->ed, C_CLONE, COND_FALSE, "CloneRunning", "attempt %d of %d: the worker Pod "
                "cannot start: %s", n, m->backoff_limit + 1, v->waiting);

@@ -95,31 +95,5 @@ gw_rc op_job_view(const struct rj_owner *owner, const char *job, struct job_view
 
 void op_pod_refusal(struct rec_ctx *c, const char *job, char *buf, size_t len)
 {
-  buf[0] = '\0';
-  char sel[160];
-  snprintf(sel, sizeof(sel), "involvedObject.name=%s", job);
-  struct kube_list_opts lo = { .field_selector = sel };
-  cJSON *list = NULL;
-  struct kube_status st;
-  kube_status_init(&st);
-  gw_rc rc = kube_list(c->kube, &KUBE_EVENTS, c->ns, &lo, &list, &st);
-  kube_status_release(&st);
-  const char *newest = "";
-  const cJSON *items = rc ? NULL : json_get(list, "items");
-  const cJSON *ev;
-  cJSON_ArrayForEach(ev, items)
-  {
-    const char *kind = json_get_str(ev, "involvedObject.kind");
-    const char *reason = json_get_str(ev, "reason");
-    const char *ts = json_get_str(ev, "lastTimestamp");
-    if(!ts)
-      ts = json_get_str(ev, "eventTime");
-    if(!kind || strcmp(kind, "Job") || !reason || strcmp(reason, "FailedCreate"))
-      continue;
-    if(ts && strcmp(ts, newest) < 0)
-      continue;
-    newest = ts ? ts : newest;
-    snprintf(buf, len, "%s", json_get_str(ev, "message") ? json_get_str(ev, "message") : "");
-  }
-  cJSON_Delete(list);
+  rj_job_refusal(c->kube, c->ns, job, buf, len);
 }

@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "api/migration.h"
+#include "api/podmeta.h"
 #include "json.h"
 
 const char *const migration_steps[] = { "preflight", "worker",  "catalog", "probe", "cutover",
@@ -211,6 +212,31 @@ static const struct sch_field workdir_fields[] = {
   { 0 }
 };
 
+static const char *const toleration_operators[] = { "Equal", "Exists", NULL };
+static const char *const taint_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute",
+                                             NULL };
+
+static const struct sch_field toleration_fields[] = {
+  { .name = "key", .type = SCH_STRING, .format = &fmt_qualified_name,
+    .desc = "The taint key the toleration matches; empty, with operator Exists, every key." },
+  { .name = "operator", .type = SCH_STRING, .enums = toleration_operators,
+    .desc = "Equal (the key's value must match; the default) or Exists (any value)." },
+  { .name = "value", .type = SCH_STRING, .format = &fmt_label_value,
+    .desc = "The taint value to match with operator Equal; empty with Exists." },
+  { .name = "effect", .type = SCH_STRING, .enums = taint_effects,
+    .desc = "The taint effect to match; empty: every effect." },
+  { .name = "tolerationSeconds", .type = SCH_INT,
+    .desc = "With effect NoExecute: how long the Pod stays bound to a node once such a taint "
+            "appears; unset: forever." },
+  { 0 }
+};
+
+static const struct sch_field pull_secret_fields[] = {
+  { .name = "name", .type = SCH_STRING, .flags = SCH_REQUIRED, .format = &fmt_dns1123_subdomain,
+    .desc = "A Secret of type kubernetes.io/dockerconfigjson in the Migration's namespace." },
+  { 0 }
+};
+
 static const struct sch_field worker_fields[] = {
   { .name = "image", .type = SCH_STRING, .format = &fmt_image,
     .desc = "The pgcopydb container image of the runner Jobs; the controller's configured image "
@@ -220,6 +246,21 @@ static const struct sch_field worker_fields[] = {
     .desc = "CPU and memory requests and limits of the worker container." },
   { .name = "workDir", .type = SCH_OBJECT, .fields = workdir_fields,
     .desc = "The persistent volume for pgcopydb's work directory; attempts resume from it." },
+  { .name = "podMetadata", .type = SCH_OBJECT, .fields = podmeta_fields,
+    .desc = "Labels and annotations every runner Pod of the Migration carries (the worker and "
+            "each step's), declared here because a Pod another mutating webhook alters is "
+            "refused (the runner-Pod guard; docs/operations/runner-pods.md)." },
+  { .name = "serviceAccountName", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,
+    .desc = "The service account the runner Pods run as; they call no Kubernetes API, so it "
+            "needs no role. Empty: the namespace's default." },
+  { .name = "nodeSelector", .type = SCH_MAP, .item = SCH_STRING,
+    .key_format = &fmt_qualified_name, .format = &fmt_label_value, .max_items = 64,
+    .desc = "Node labels the runner Pods must be scheduled on (Pod spec.nodeSelector)." },
+  { .name = "tolerations", .type = SCH_ARRAY, .item = SCH_OBJECT, .fields = toleration_fields,
+    .max_items = 32, .desc = "Taints the runner Pods tolerate (Pod spec.tolerations)." },
+  { .name = "imagePullSecrets", .type = SCH_ARRAY, .item = SCH_OBJECT,
+    .fields = pull_secret_fields, .max_items = 16,
+    .desc = "Secrets the kubelet pulls the runner images with (Pod spec.imagePullSecrets)." },
   { 0 }
 };
 
@@ -240,7 +281,8 @@ static const struct sch_field v1_spec[] = {
     .desc = "Checks that compare source and target once the data is copied (and, on a live "
             "migration, drained)." },
   { .name = "worker", .type = SCH_OBJECT, .fields = worker_fields,
-    .desc = "The runner Jobs' image, resources and work directory." },
+    .desc = "The runner Jobs' image, resources and work directory, and how their Pods are "
+            "labelled and scheduled." },
   { .name = "backoffLimit", .type = SCH_INT, .flags = SCH_HAS_MIN | SCH_HAS_MAX, .min = 0,
     .max = MIGRATION_BACKOFF_LIMIT_MAX,
     .desc = "How many times a failed worker attempt is retried, resuming from the work "
@@ -791,6 +833,41 @@ static void check_workdir_size(const struct api_ctx *c, const struct rule *r, st
     rule_fail(e, r);
 }
 
+/* Kubernetes' toleration rules (ValidateTolerations): an empty key goes with Exists, Exists
+ * takes no value, tolerationSeconds only with NoExecute. */
+static void check_tolerations(const struct api_ctx *c, const struct rule *r, struct ferrs *e)
+{
+  int i = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, json_get(c->obj, "spec.worker.tolerations"))
+  {
+    char field[96];
+    const char *key = json_get_str(t, "key"), *op = json_get_str(t, "operator");
+    const char *value = json_get_str(t, "value"), *effect = json_get_str(t, "effect");
+    bool exists = op && !strcmp(op, "Exists");
+    if((!key || !*key) && !exists) {
+      snprintf(field, sizeof(field), "spec.worker.tolerations[%d].operator", i);
+      rule_failf(e, r, field, "must be Exists when key is empty (a toleration of every taint)");
+    }
+    if(exists && value && *value) {
+      snprintf(field, sizeof(field), "spec.worker.tolerations[%d].value", i);
+      rule_failf(e, r, field, "must be empty when operator is Exists");
+    }
+    if(json_get(t, "tolerationSeconds") && (!effect || strcmp(effect, "NoExecute"))) {
+      snprintf(field, sizeof(field), "spec.worker.tolerations[%d].effect", i);
+      rule_failf(e, r, field, "must be NoExecute when tolerationSeconds is set");
+    }
+    i++;
+  }
+}
+
+static void check_runner_pod_metadata(const struct api_ctx *c, const struct rule *r,
+                                      struct ferrs *e)
+{
+  if(!api_unchanged(c, r->field))
+    podmeta_check(json_get(c->obj, r->field), r->field, c->policy, e);
+}
+
 static void check_requests_within_limits(const struct api_ctx *c, const struct rule *r,
                                          struct ferrs *e)
 {
@@ -907,6 +984,11 @@ static const struct rule rules[] = {
     "must be greater than zero: pgcopydb keeps its dumps and progress there" },
   { "spec.worker.resources.requests[*]", FERR_INVALID, check_requests_within_limits,
     "must not exceed the limit of the same resource" },
+  { "spec.worker.tolerations", FERR_INVALID, check_tolerations,
+    "must follow Kubernetes' toleration rules" },
+  { "spec.worker.podMetadata", FERR_FORBIDDEN, check_runner_pod_metadata,
+    "labels and annotations must have valid keys, stay off reserved prefixes and pass the "
+    "admission policy's podMetadata rules" },
   { "spec.worker.image", FERR_FORBIDDEN, check_image_policy,
     "must come from a registry the admission policy allows (images.allowedRegistries)",
     .policy = true },

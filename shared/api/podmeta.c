@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/format.h"
+#include "api/schema.h"
 #include "json.h"
 
 /* Most specific first, so the message names the prefix the key really used. */
@@ -138,3 +139,17 @@ void podmeta_check_image(const char *image, const char *path, const struct polic
                    "image under %s, or ask the cluster admin to allow its registry",
                    image, list);
 }
+
+const struct sch_field podmeta_fields[] = {
+  { .name = "labels", .type = SCH_MAP, .item = SCH_STRING, .key_format = &fmt_qualified_name,
+    .format = &fmt_label_value, .max_items = 64,
+    .desc = "Labels added to runner Pods, for example what a namespace policy or a service mesh "
+            "requires. Keys under ptah.run/, operator.ptah.run/, kubernetes.io/, k8s.io/ and "
+            "godwit.dev/ (and their subdomains) are reserved; the admission policy may restrict "
+            "the rest." },
+  { .name = "annotations", .type = SCH_MAP, .item = SCH_STRING,
+    .key_format = &fmt_qualified_name, .max_items = 64,
+    .desc = "Annotations added to runner Pods, at most 256 KiB of keys and values. The same "
+            "reserved prefixes and admission policy apply as for labels." },
+  { 0 }
+};

@@ -25,7 +25,11 @@
 #include <stdbool.h>
 
 #include "api/fielderr.h"
+#include "api/schema.h"
 #include "policy.h"
+
+/* The schema of a podMetadata object {labels, annotations} (every kind that has one). */
+extern const struct sch_field podmeta_fields[];
 
 /* Kubernetes' TotalAnnotationSizeLimitB: 256 KiB of keys and values. */
 #define PODMETA_MAX_ANNOTATION_BYTES (256 * 1024)

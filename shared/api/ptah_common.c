@@ -16,25 +16,13 @@ const struct sch_field ptah_database_fields[] = {
   { 0 }
 };
 
-static const struct sch_field pod_metadata_fields[] = {
-  { .name = "labels", .type = SCH_MAP, .item = SCH_STRING, .key_format = &fmt_qualified_name,
-    .format = &fmt_label_value, .max_items = 64,
-    .desc = "Labels added to runner Pods, for example what a namespace policy requires. Keys "
-            "under ptah.run/, operator.ptah.run/, kubernetes.io/, k8s.io/ and godwit.dev/ (and "
-            "their subdomains) are reserved; the admission policy may restrict the rest." },
-  { .name = "annotations", .type = SCH_MAP, .item = SCH_STRING,
-    .key_format = &fmt_qualified_name, .max_items = 64,
-    .desc = "Annotations added to runner Pods, at most 256 KiB of keys and values. The same "
-            "reserved prefixes and admission policy apply as for labels." },
-  { 0 }
-};
 
 const struct sch_field ptah_execution_fields[] = {
   { .name = "runnerImage", .type = SCH_STRING, .format = &fmt_image,
     .desc = "The Ptah runner image that executes this resource's operations. Empty: the runner "
             "of the installed godwit release. Pin a tag or digest: changing the runner retires "
             "the evidence it produced (ExecutionBindingChanged)." },
-  { .name = "podMetadata", .type = SCH_OBJECT, .fields = pod_metadata_fields,
+  { .name = "podMetadata", .type = SCH_OBJECT, .fields = podmeta_fields,
     .desc = "Labels and annotations runner Pods must carry, declared here because a Pod another "
             "mutating webhook alters is refused (PodAdmissionRefused)." },
   { .name = "serviceAccountName", .type = SCH_STRING, .format = &fmt_dns1123_subdomain,

@@ -225,3 +225,57 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   }
   free(d);
 }
+
+/* spec.worker shapes every runner Pod of the Migration, as a user on a real cluster needs: its
+ * service account, labels and annotations (a mesh opt-out), node selector, tolerations and pull
+ * secrets; the runner-Pod guard admits them as declared, and the copy completes (issue 12). */
+Test(migration_clone, runner_pods_carry_the_declared_settings)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 500);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "create serviceaccount copier"), 0);
+  e2e_apply(&E, E2E_MIGRATION_HEAD
+                "    serviceAccountName: copier\n"
+                "    podMetadata:\n"
+                "      labels: {team: data}\n"
+                "      annotations: {sidecar.istio.io/inject: \"false\"}\n"
+                "    nodeSelector: {kubernetes.io/hostname: local}\n"
+                "    tolerations:\n"
+                "    - {key: dedicated, operator: Equal, value: db, effect: NoSchedule}\n"
+                "    imagePullSecrets:\n"
+                "    - {name: regcred}\n",
+            "shaped");
+  bool done = e2e_wait_complete(&E, "shaped", 120000);
+  char *d = e2e_describe(&E, "shaped");
+  cr_assert(done, "%s", d);
+  cJSON *pods = NULL;
+  struct kube_status st;
+  kube_status_init(&st);
+  struct kube_list_opts lo = { .label_selector = "godwit.dev/migration=shaped" };
+  cr_assert_eq(kube_list(E.k, &KUBE_PODS, E2E_NS, &lo, &pods, &st), GW_OK);
+  kube_status_release(&st);
+  int n = 0;
+  const cJSON *p;
+  cJSON_ArrayForEach(p, json_get(pods, "items"))
+  {
+    const char *name = json_get_str(p, "metadata.name");
+    n++;
+    cr_assert_str_eq(json_get_str(p, "spec.serviceAccountName"), "copier", "%s", name);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(json_get(p, "metadata.labels"),
+                                                              "team")), "data", "%s", name);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+                       json_get(p, "metadata.annotations"), "sidecar.istio.io/inject")),
+                     "false", "%s", name);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(json_get(p, "spec.nodeSelector"),
+                                                              "kubernetes.io/hostname")),
+                     "local", "%s", name);
+    cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(json_get(p, "spec.tolerations"), 0), "key"),
+                     "dedicated", "%s", name);
+    cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(json_get(p, "spec.imagePullSecrets"), 0),
+                                  "name"), "regcred", "%s", name);
+  }
+  cr_assert_geq(n, 3, "the preflight, worker and catalog Pods:\n%s", d);
+  cJSON_Delete(pods);
+  e2e_assert_same(&E);
+  free(d);
+}

@@ -280,6 +280,34 @@ Test(migration_fail, a_live_table_without_replica_identity_fails_the_preflight)
   free(d);
 }
 
+/* A runner Pod the API server refuses (here: spec.worker.serviceAccountName names no service
+ * account) is said where a person looks: Validated PreflightRunning quotes the Job's
+ * FailedCreate message; the Job's deadline then ends the attempt (issue 12). */
+Test(migration_fail, a_refused_runner_pod_is_named)
+{
+  setenv("GODWIT_STEP_DEADLINE", "5", 1);
+  e2e_start(&E, NULL);
+  e2e_apply(&E, MIG_YAML "    serviceAccountName: nosuch\n", "refused", "src", 1);
+  bool said = false;
+  for(int i = 0; i < 300 && !said; i++) {
+    said = strstr(e2e_cond_message(&E, "refused", "Validated"), "FailedCreate") != NULL;
+    if(!said)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "refused");
+  cr_assert(said, "%s", d);
+  free(d);
+  const char *m = e2e_cond_message(&E, "refused", "Validated");
+  cr_assert(strstr(m, "refused-preflight-1") && strstr(m, "nosuch"), "%s", m);
+  cr_assert_str_eq(e2e_cond_reason(&E, "refused", "Validated"), "PreflightRunning");
+  bool failed = e2e_wait_cond(&E, "refused", "Failed", "True", "PreflightFailed", 120000);
+  d = e2e_describe(&E, "refused");
+  cr_assert(failed, "the deadline did not end the attempts:\n%s", d);
+  cr_assert(strstr(e2e_cond_message(&E, "refused", "Validated"), "DeadlineExceeded"), "%s", d);
+  no_worker("refused");
+  free(d);
+}
+
 Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
 {
   e2e_start(&E, NULL);

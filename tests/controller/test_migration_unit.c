@@ -556,6 +556,51 @@ Test(migration_unit, a_rendered_job)
   mig_release(&m);
 }
 
+/* spec.worker shapes every runner Pod: service account, labels and annotations (godwit's own
+ * keys win), node selector, tolerations, pull secrets; the digest the runner-Pod guard checks
+ * covers what was rendered (issue 12). */
+Test(migration_unit, a_rendered_job_carries_the_runner_pod_settings)
+{
+  static const struct migration_opts o = { .runner_image = "r/godwit:1" };
+  cJSON *obj = cJSON_Parse(
+    "{\"metadata\":{\"name\":\"shop\",\"namespace\":\"prod\",\"uid\":\"0a1b2c3d-4e5f\"},"
+    "\"spec\":{\"source\":{\"connectionSecretRef\":{\"name\":\"s\"}},\"target\":{"
+    "\"connectionSecretRef\":{\"name\":\"d\"}},\"worker\":{\"serviceAccountName\":\"copier\","
+    "\"podMetadata\":{\"labels\":{\"team\":\"data\",\"godwit.dev/step\":\"forged\"},"
+    "\"annotations\":{\"sidecar.istio.io/inject\":\"false\"}},"
+    "\"nodeSelector\":{\"pool\":\"db\"},"
+    "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"db\","
+    "\"effect\":\"NoSchedule\"}],\"imagePullSecrets\":[{\"name\":\"regcred\"}]}}}");
+  struct rec_ctx rc = { .ns = "prod", .name = "shop", .key = "prod/shop" };
+  struct mig m;
+  mig_init(&m, &rc, &o, obj);
+  static const char *const cmd[] = { "godwit-runner", NULL };
+  cJSON *args = cJSON_CreateArray();
+  struct job_spec js = { .step = "catalog", .attempt = 1, .image = "r/godwit:1",
+                         .container = "runner", .command = cmd, .args = args };
+  cJSON *job = mig_job_render(&m, &js);
+  cr_assert_not_null(job);
+  const cJSON *tpl = json_get(job, "spec.template");
+  cr_assert_str_eq(json_get_str(tpl, "spec.serviceAccountName"), "copier");
+  const cJSON *tl = json_get(tpl, "metadata.labels");
+  cr_assert_str_eq(cJSON_GetObjectItem(tl, "team")->valuestring, "data");
+  cr_assert_str_eq(cJSON_GetObjectItem(tl, "godwit.dev/step")->valuestring, "catalog",
+                   "godwit's own label wins");
+  const cJSON *ta = json_get(tpl, "metadata.annotations");
+  cr_assert_str_eq(cJSON_GetObjectItem(ta, "sidecar.istio.io/inject")->valuestring, "false");
+  cr_assert_str_eq(json_get_str(tpl, "spec.nodeSelector.pool"), "db");
+  const cJSON *t0 = cJSON_GetArrayItem(json_get(tpl, "spec.tolerations"), 0);
+  cr_assert_str_eq(json_get_str(t0, "key"), "dedicated");
+  cr_assert_str_eq(json_get_str(t0, "effect"), "NoSchedule");
+  cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(json_get(tpl, "spec.imagePullSecrets"), 0),
+                                "name"), "regcred");
+  char want[80];
+  cr_assert_eq(podtemplate_digest(tpl, want, sizeof(want)), GW_OK);
+  cr_assert_str_eq(cJSON_GetObjectItem(ta, PODTEMPLATE_DIGEST_ANNOTATION)->valuestring, want);
+  cJSON_Delete(job);
+  mig_release(&m);
+}
+
 /* The command line of a resumed live run with 0.10 (pure functions, no cluster): the sentinel
  * table its first run created on the source is listed by the resumed run's catalog queries and
  * its COPY fails on the target, so the pgcopydb schema is excluded; not on a first run, not for

@@ -82,6 +82,36 @@ static const struct case_ cases[] = {
     "spec.worker.workDir.size", "FieldValueInvalid" },
   { "cutoverLSN is status: never validated here", OBJ_ST("", "{\"cutoverLSN\":\"nope\"}"), NULL,
     NULL },
+  /* runner Pod settings (spec.worker) */
+  { "runner pod settings",
+    OBJ(",\"worker\":{\"serviceAccountName\":\"copier\",\"podMetadata\":{\"labels\":{"
+        "\"team\":\"data\"},\"annotations\":{\"sidecar.istio.io/inject\":\"false\"}},"
+        "\"nodeSelector\":{\"pool\":\"db\"},\"tolerations\":[{\"key\":\"dedicated\","
+        "\"operator\":\"Equal\",\"value\":\"db\",\"effect\":\"NoSchedule\"},{\"operator\":"
+        "\"Exists\"}],\"imagePullSecrets\":[{\"name\":\"regcred\"}]}"),
+    NULL, NULL },
+  { "runner pod label under a reserved prefix",
+    OBJ(",\"worker\":{\"podMetadata\":{\"labels\":{\"godwit.dev/step\":\"x\"}}}"),
+    "spec.worker.podMetadata.labels[godwit.dev/step]", "FieldValueForbidden" },
+  { "service account name format", OBJ(",\"worker\":{\"serviceAccountName\":\"Copier!\"}"),
+    "spec.worker.serviceAccountName", "FieldValueInvalid" },
+  { "node selector value", OBJ(",\"worker\":{\"nodeSelector\":{\"pool\":\"not a value\"}}"),
+    "spec.worker.nodeSelector[pool]", "FieldValueInvalid" },
+  { "toleration operator", OBJ(",\"worker\":{\"tolerations\":[{\"key\":\"k\","
+                               "\"operator\":\"Maybe\"}]}"),
+    "spec.worker.tolerations[0].operator", "FieldValueNotSupported" },
+  { "toleration of every key needs Exists", OBJ(",\"worker\":{\"tolerations\":[{"
+                                               "\"effect\":\"NoSchedule\"}]}"),
+    "spec.worker.tolerations[0].operator", "FieldValueInvalid" },
+  { "Exists takes no value", OBJ(",\"worker\":{\"tolerations\":[{\"key\":\"k\","
+                                 "\"operator\":\"Exists\",\"value\":\"v\"}]}"),
+    "spec.worker.tolerations[0].value", "FieldValueInvalid" },
+  { "tolerationSeconds needs NoExecute", OBJ(",\"worker\":{\"tolerations\":[{\"key\":\"k\","
+                                             "\"operator\":\"Exists\",\"effect\":"
+                                             "\"NoSchedule\",\"tolerationSeconds\":30}]}"),
+    "spec.worker.tolerations[0].effect", "FieldValueInvalid" },
+  { "pull secret without a name", OBJ(",\"worker\":{\"imagePullSecrets\":[{}]}"),
+    "spec.worker.imagePullSecrets[0].name", "FieldValueRequired" },
   /* metadata.name */
   { "name at the limit", "{\"apiVersion\":\"" G "/v1\",\"kind\":\"" K "\",\"metadata\":{\"name\":"
     "\"" NAME50 "\"},\"spec\":{" ENDS "}}", NULL, NULL },

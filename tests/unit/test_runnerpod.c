@@ -76,6 +76,34 @@ Test(runnerpod, what_kubernetes_adds_is_tolerated)
   cJSON_free(pod);
 }
 
+/* OpenShift's SCC admission records the constraints that admitted the Pod in an annotation: a
+ * record, not a change of what runs, so it passes (what the SCC would change in the
+ * securityContext is refused like any mutation). */
+Test(runnerpod, the_openshift_scc_annotation_is_tolerated)
+{
+  char digest[80];
+  digest_of_template(digest);
+  char *pod = as_created(digest);
+  cJSON *p = t_json(pod);
+  cJSON_free(pod);
+  cJSON_AddStringToObject(json_get_mut(p, "metadata.annotations"), "openshift.io/scc",
+                          "nonroot-v2");
+  char *with = cJSON_PrintUnformatted(p);
+  struct ferrs e;
+  cr_assert_eq(check(with, &e), 0, "%s", e.n ? e.v[0].msg : "");
+  ferrs_release(&e);
+  /* an SCC that rewrites the container's securityContext changes what runs: refused */
+  cJSON *sc = json_get_mut(cJSON_GetArrayItem(json_get_mut(p, "spec.containers"), 0),
+                           "securityContext");
+  cJSON_AddNumberToObject(sc, "runAsUser", 1000680000);
+  char *mutated = cJSON_PrintUnformatted(p);
+  cr_assert_eq(check(mutated, &e), 1);
+  ferrs_release(&e);
+  cJSON_free(with);
+  cJSON_free(mutated);
+  cJSON_Delete(p);
+}
+
 Test(runnerpod, a_foreign_mutation_is_refused_as_policy)
 {
   char d[80];
