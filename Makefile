@@ -54,7 +54,8 @@ WEBHOOK_OBJ := $(call obj,$(WEBHOOK_SRC))
 
 BINS := $(BUILD)/godwit-webhook $(BUILD)/godwit-certs $(BUILD)/godwit-gen $(BUILD)/godwit-admit \
         $(BUILD)/godwit-yaml2json $(BUILD)/godwit-apiserver $(BUILD)/godwit-jobrunner \
-        $(BUILD)/godwit-controller $(BUILD)/godwit-runner $(BUILD)/godwit-nodeagent
+        $(BUILD)/godwit-controller $(BUILD)/godwit-runner $(BUILD)/godwit-nodeagent \
+        $(BUILD)/godwit-injector
 
 .PHONY: all deps test test-unit test-integration test-rules test-demo test-asan test-clang lint bench \
         bench-webhook bench-migration bench-controller bench-ptah bench-ptah-plan bench-podmotion fuzz demo demo-ptah demo-podmotion \
@@ -101,6 +102,9 @@ $(BUILD)/godwit-admit: $(call obj,tests/tools/admit.c) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/godwit-yaml2json: $(call obj,tests/tools/yaml2json.c) $(SHARED_LIB)
+	$(if $(Q),@echo "  LD  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/godwit-injector: $(call obj,tests/tools/injector.c) $(SHARED_LIB)
 	$(if $(Q),@echo "  LD  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

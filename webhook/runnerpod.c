@@ -26,11 +26,17 @@ void runnerpod_check(const cJSON *pod, struct ferrs *e)
     ferrs_add_policy(e, "spec", "cannot be digested: the Pod is not well formed");
     return;
   }
+  /* where its owner declares what its Pods carry: a Migration's spec.worker, a Ptah kind's
+   * spec.execution */
+  const char *runner =
+    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, PODTEMPLATE_RUNNER_LABEL));
+  const char *where = runner && !strcmp(runner, "migration") ? "spec.worker.podMetadata"
+                                                              : "spec.execution.podMetadata";
   if(strcmp(computed, recorded))
     ferrs_add_policy(e, "metadata",
                      "the runner Pod differs from the template the controller recorded "
                      "(recorded %.80s, now %s): another admission webhook or policy changed its "
                      "containers, labels or annotations. Declare what the Pod must carry in "
-                     "spec.execution.podMetadata, or exempt Pods labelled "
-                     PODTEMPLATE_RUNNER_LABEL " from that mutation", recorded, computed);
+                     "%s (a mesh's opt-out label, say), or exempt Pods labelled "
+                     PODTEMPLATE_RUNNER_LABEL " from that mutation", recorded, computed, where);
 }

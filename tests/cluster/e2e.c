@@ -748,6 +748,43 @@ static pid_t spawn_recorded(struct e2e *e, const char *name, const char *log, ch
   return pid;
 }
 
+void e2e_injector_start(struct e2e *e)
+{
+  const char *build = getenv("GODWIT_BUILD") ? getenv("GODWIT_BUILD") : "build";
+  char bin[512], port[400], log[400], cert[400], key[400];
+  snprintf(bin, sizeof(bin), "%s/godwit-injector", build);
+  snprintf(port, sizeof(port), "%s", cl_path(&e->c, "injector.port"));
+  snprintf(log, sizeof(log), "%s", cl_path(&e->c, "injector.log"));
+  snprintf(cert, sizeof(cert), "%s", cl_path(&e->c, "pki/webhook/tls.crt"));
+  snprintf(key, sizeof(key), "%s", cl_path(&e->c, "pki/webhook/tls.key"));
+  unlink(port);
+  char *argv[] = { bin, "--cert", cert, "--key", key, "--port-file", port, NULL };
+  spawn_recorded(e, "webhook-injector", log, argv);
+  char *p = NULL;
+  for(int i = 0; i < 200 && !(p = cl_slurp(port)); i++)
+    e2e_sleep_ms(50);
+  cr_assert(p, "the injector did not start; see %s", log);
+  int n = atoi(p);
+  free(p);
+  char *bundle = cl_slurp(cl_path(&e->c, "pki/webhook/cabundle"));
+  cr_assert(bundle, "no webhook CA bundle");
+  bundle[strcspn(bundle, "\n")] = '\0';
+  e2e_apply(e, "apiVersion: admissionregistration.k8s.io/v1\n"
+               "kind: MutatingWebhookConfiguration\n"
+               "metadata: {name: test-sidecar-injector}\n"
+               "webhooks:\n"
+               "- name: inject.sidecar.test\n"
+               "  clientConfig: {url: \"https://127.0.0.1:%d/mutate\", caBundle: %s}\n"
+               "  rules:\n"
+               "  - {apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], "
+               "resources: [pods]}\n"
+               "  failurePolicy: Fail\n"
+               "  sideEffects: None\n"
+               "  admissionReviewVersions: [v1]\n",
+            n, bundle);
+  free(bundle);
+}
+
 /* The node agent's published endpoint ("" when none). */
 static void agent_endpoint(struct e2e *e, const char *node, char *buf, size_t len)
 {

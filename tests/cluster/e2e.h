@@ -190,6 +190,9 @@ void e2e_agent_stop(struct e2e *e, const char *node, int sig);
 /* Stops the node agent of node (if it runs) and starts it again with up's flags, plus --fault
  * fault when not NULL; returns once its new endpoint is published. */
 void e2e_agent_restart(struct e2e *e, const char *node, const char *fault);
+/* A service mesh's sidecar injector (tests/tools/injector.c) registered as a mutating webhook
+ * for Pod creates: runner Pods get an istio-proxy container unless they opt out. */
+void e2e_injector_start(struct e2e *e);
 void e2e_controller_kill(struct e2e *e);
 /* A claim left undispatched by a controller that dies while creating its Job. A create in
  * flight when a client dies is still served (kube-apiserver does the same), so refusing creates

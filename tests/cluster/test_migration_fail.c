@@ -308,6 +308,43 @@ Test(migration_fail, a_refused_runner_pod_is_named)
   free(d);
 }
 
+/* A service mesh injects its proxy into Pods (tests/tools/injector.c, a real mutating webhook):
+ * the runner-Pod guard refuses the changed runner Pod, and the Migration says why and what to
+ * declare; with the mesh's opt-out label in spec.worker.podMetadata nothing is injected and the
+ * copy completes (issue 12, docs/operations/runner-pods.md). */
+Test(migration_fail, an_injected_sidecar_is_refused_and_the_opt_out_runs)
+{
+  setenv("GODWIT_STEP_DEADLINE", "5", 1);
+  e2e_start(&E, NULL);
+  e2e_load(&E, 500);
+  e2e_injector_start(&E);
+  e2e_apply(&E, MIG_YAML, "meshed", "src", 1);
+  bool said = false;
+  for(int i = 0; i < 300 && !said; i++) {
+    said = strstr(e2e_cond_message(&E, "meshed", "Validated"), "FailedCreate") != NULL;
+    if(!said)
+      e2e_sleep_ms(200);
+  }
+  char *d = e2e_describe(&E, "meshed");
+  cr_assert(said, "%s", d);
+  free(d);
+  const char *m = e2e_cond_message(&E, "meshed", "Validated");
+  cr_assert(strstr(m, "differs from the template the controller recorded") &&
+              strstr(m, "spec.worker.podMetadata"), "%s", m);
+  char *log = cl_slurp(cl_path(&E.c, "injector.log"));
+  cr_assert(log && strstr(log, "injected istio-proxy"), "the injector saw no runner Pod");
+  free(log);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "delete migration meshed"), 0);
+  e2e_apply(&E, MIG_YAML "    podMetadata:\n"
+                         "      labels: {sidecar.istio.io/inject: \"false\"}\n",
+            "optout", "src", 1);
+  bool done = e2e_wait_complete(&E, "optout", 120000);
+  d = e2e_describe(&E, "optout");
+  cr_assert(done, "%s", d);
+  e2e_assert_same(&E);
+  free(d);
+}
+
 Test(migration_fail, a_permission_error_in_the_worker_is_permission_denied)
 {
   e2e_start(&E, NULL);
