@@ -162,6 +162,109 @@ static cJSON *version_schema(const struct api_kind *k, const struct api_version 
   return root;
 }
 
+/* Whether a value of type t (constraints in f) has a bounded size: every string a maximum
+ * length (its own, its format's or an enum), every array and map a maximum count, nothing kept
+ * raw. kube-apiserver estimates a CEL rule's cost from those bounds and refuses a CRD whose
+ * rules could cost too much; self == oldSelf on a bounded value stays far below. */
+static bool bounded_type(const struct sch_field *f, enum sch_type t, int depth);
+
+static bool bounded_fields(const struct sch_field *fields, int depth)
+{
+  for(const struct sch_field *f = fields; f && f->name; f++)
+    if(!bounded_type(f, f->type, depth + 1))
+      return false;
+  return true;
+}
+
+static bool bounded_type(const struct sch_field *f, enum sch_type t, int depth)
+{
+  if(depth > 16)
+    return false;
+  switch(t) {
+  case SCH_STRING:
+    return f->enums || f->max_len || (f->format && f->format->max_length);
+  case SCH_INT:
+  case SCH_BOOL:
+  case SCH_QUANTITY:
+  case SCH_TIME:
+    return true;
+  case SCH_OBJECT:
+    return bounded_fields(f->fields, depth);
+  case SCH_ARRAY:
+  case SCH_MAP:
+    if(!f->max_items || (t == SCH_MAP && !(f->key_format && f->key_format->max_length)))
+      return false;
+    return f->item == SCH_OBJECT ? bounded_fields(f->fields, depth)
+                                 : bounded_type(f, f->item, depth + 1);
+  case SCH_RAW:
+    return false;
+  }
+  return false;
+}
+
+/* The row of hub path ("spec.source") in v's tables, or NULL. */
+static const struct sch_field *row_of(const struct api_version *v, const char *path)
+{
+  const struct sch_field *fields = NULL, *row = NULL;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", path);
+  char *save = NULL;
+  for(char *seg = strtok_r(buf, ".", &save); seg; seg = strtok_r(NULL, ".", &save)) {
+    if(!row && !strcmp(seg, "spec")) {
+      static const struct sch_field spec_row = { .name = "spec", .type = SCH_OBJECT };
+      fields = v->spec;
+      row = &spec_row;
+      continue;
+    }
+    if(!fields)
+      return NULL;
+    const struct sch_field *f = fields;
+    while(f->name && strcmp(f->name, seg))
+      f++;
+    if(!f->name)
+      return NULL;
+    row = f;
+    fields = f->type == SCH_OBJECT ? f->fields : NULL;
+  }
+  return row;
+}
+
+/* Immutability as CRD validation rules too: every field an UPDATE rule keeps immutable
+ * (api_check_immutable) gets the transition rule self == oldSelf with the webhook's message, so
+ * that an API server without the webhook (uninstalled, or failing open) still refuses to change
+ * it. Paths are the hub's, mapped to v's own names; a field v lacks is skipped, and so is one
+ * whose size is unbounded (the webhook alone guards it: docs/api/webhook rules). */
+static void transition_rules(const struct api_kind *k, const struct api_version *v, cJSON *root)
+{
+  for(const struct rule *r = k->update_rules; r && r->check; r++) {
+    if(r->check != api_check_immutable || strchr(r->field, '['))
+      continue;
+    char *path = api_is_hub(k, v) ? NULL : api_path_from_hub(v, r->field);
+    if(!path)
+      path = strdup(r->field); /* the same name in v */
+    const struct sch_field *row = path ? row_of(v, path) : NULL; /* before strtok_r cuts it */
+    cJSON *node = root;
+    char *save = NULL;
+    for(char *seg = path ? strtok_r(path, ".", &save) : NULL; seg && node;
+        seg = strtok_r(NULL, ".", &save))
+      node = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(node, "properties"),
+                                              seg);
+    bool small = row && (row->type == SCH_OBJECT && !strcmp(row->name, "spec")
+                           ? bounded_fields(v->spec, 0)
+                           : bounded_type(row, row->type, 0));
+    if(node && path && small) {
+      cJSON *list = cJSON_GetObjectItemCaseSensitive(node, "x-kubernetes-validations");
+      if(!list)
+        list = cJSON_AddArrayToObject(node, "x-kubernetes-validations");
+      cJSON *rule = cJSON_CreateObject();
+      cJSON_AddStringToObject(rule, "rule", "self == oldSelf");
+      cJSON_AddStringToObject(rule, "message", r->msg);
+      cJSON_AddItemToArray(list, rule);
+    }
+    free(path);
+  }
+}
+
 static cJSON *names_of(const struct api_kind *k)
 {
   cJSON *n = cJSON_CreateObject();
@@ -225,7 +328,9 @@ cJSON *gen_crd(const struct api_kind *k)
       cJSON_AddStringToObject(ver, "deprecationWarning", w);
     }
     cJSON *schema = cJSON_AddObjectToObject(ver, "schema");
-    cJSON_AddItemToObject(schema, "openAPIV3Schema", version_schema(k, v));
+    cJSON *root = version_schema(k, v);
+    transition_rules(k, v, root);
+    cJSON_AddItemToObject(schema, "openAPIV3Schema", root);
     if(v->status) {
       cJSON *sub = cJSON_AddObjectToObject(ver, "subresources");
       cJSON_AddItemToObject(sub, "status", cJSON_CreateObject());

@@ -449,3 +449,47 @@ Test(migration_fail, a_spec_past_a_disabled_webhook_is_invalid)
   free(jobs);
   free(d);
 }
+
+/* Immutability holds in two layers: the webhook refuses a changed spec.source (shown with the
+ * CRD's rule taken out), and with the webhook uninstalled (the CRDs kept) the CRD's transition
+ * rule self == oldSelf refuses it in the API server, with the same message (issue 12). Other
+ * changes still pass. */
+Test(migration_fail, an_immutable_field_is_refused_with_and_without_the_webhook)
+{
+  e2e_start(&E, NULL);
+  e2e_apply(&E, MIG_YAML, "fixed", "nosuch", 1); /* held in Validating: no such Secret */
+  static const char patch[] = "patch migration fixed --type merge -p "
+                              "'{\"spec\":{\"source\":{\"connectionSecretRef\":{\"name\":"
+                              "\"elsewhere\"}}}}'";
+  char *out = NULL;
+  /* the webhook alone: the CRD's rule taken out (kube-apiserver checks the schema before the
+   * validating webhooks, so with both the CRD answers first) */
+  cr_assert_eq(e2e_kubectl(&E, &out, "patch crd migrations.pgcopydb.io --type json -p "
+                                     "'[{\"op\":\"test\",\"path\":\"/spec/versions/1/name\","
+                                     "\"value\":\"v1\"},{\"op\":\"remove\",\"path\":"
+                                     "\"/spec/versions/1/schema/openAPIV3Schema/properties/spec/"
+                                     "properties/source/x-kubernetes-validations\"}]'"), 0, "%s",
+               out);
+  free(out);
+  cr_assert_neq(e2e_kubectl(&E, &out, patch), 0, "the webhook let it change: %s", out);
+  cr_assert(strstr(out, "spec.source: is immutable: a Migration copies from the database it "
+                        "was created with") && !strstr(out, "Invalid value: \"object\""),
+            "not the webhook's refusal: %s", out);
+  free(out);
+  /* the CRD alone: its rule back, the webhook uninstalled */
+  cr_assert_eq(e2e_kubectl(&E, &out, "apply -f manifests/crds/pgcopydb.io_migrations.yaml"), 0,
+               "%s", out);
+  free(out);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "delete validatingwebhookconfiguration godwit-validating"),
+               0);
+  out = NULL;
+  cr_assert_neq(e2e_kubectl(&E, &out, patch), 0, "the CRD let it change: %s", out);
+  cr_assert(strstr(out, "The Migration \"fixed\" is invalid: spec.source: Invalid value: "
+                        "\"object\": is immutable: a Migration copies from the database it was "
+                        "created with"), "%s", out);
+  free(out);
+  cJSON *m = e2e_get(&E, "fixed");
+  cr_assert_str_eq(json_get_str(m, "spec.source.connectionSecretRef.name"), "nosuch");
+  cJSON_Delete(m);
+  cr_assert_eq(e2e_kubectl(&E, NULL, "label migration fixed team=data"), 0);
+}

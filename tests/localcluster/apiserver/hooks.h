@@ -76,8 +76,10 @@ void crd_unregister(const char *name);
 /* Prunes unknown fields and applies defaults of version's schema, in place (request decoding
  * and reads from storage, as kube-apiserver does). */
 void crd_prune_and_default(const char *group, const char *plural, const char *version, cJSON *obj);
-/* NULL when obj passes version's schema, else a 422 Status listing every cause. */
-cJSON *crd_validate(const char *group, const char *plural, const char *version, const cJSON *obj);
+/* NULL when obj passes version's schema (and, on an UPDATE, old given, its transition rules),
+ * else a 422 Status listing every cause. */
+cJSON *crd_validate(const char *group, const char *plural, const char *version, const cJSON *obj,
+                    const cJSON *old);
 /* additionalPrinterColumns of version (a cJSON array owned by the registry), or NULL. */
 const cJSON *crd_printer_columns(const char *group, const char *plural, const char *version);
 

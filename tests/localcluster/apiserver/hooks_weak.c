@@ -97,8 +97,9 @@ WEAK void crd_prune_and_default(const char *group, const char *plural, const cha
 }
 
 WEAK cJSON *crd_validate(const char *group, const char *plural, const char *version,
-                         const cJSON *obj)
+                         const cJSON *obj, const cJSON *old)
 {
+  (void)old;
   (void)group;
   (void)plural;
   (void)version;

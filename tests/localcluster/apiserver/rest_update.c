@@ -119,7 +119,7 @@ static cJSON *admit_update(struct ls_wctx *w, cJSON **obj, const cJSON *old)
   if(!st && rt->b && rt->b->validate)
     st = rt->b->validate(w, *obj, old);
   if(!st && rt->crd)
-    st = crd_validate(rt->group, rt->resource, rt->version, *obj);
+    st = crd_validate(rt->group, rt->resource, rt->version, *obj, old);
   if(!st)
     st = admission_validate(&a, *obj, old, w->warn);
   return st;

@@ -306,7 +306,7 @@ static cJSON *admit_create(struct ls_wctx *w, cJSON **obj, const char *uid, cons
   if(rt->b && rt->b->validate)
     st = rt->b->validate(w, *obj, NULL);
   if(!st && rt->crd)
-    st = crd_validate(rt->group, rt->resource, rt->version, *obj);
+    st = crd_validate(rt->group, rt->resource, rt->version, *obj, NULL);
   if(!st)
     st = admission_validate(&a, *obj, NULL, w->warn);
   return st;

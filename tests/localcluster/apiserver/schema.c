@@ -4,10 +4,13 @@
  * plural). Entries are retired, never freed, while the process runs (layers.h says why), so no
  * lock is held while a request prunes, defaults or validates.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "layers.h"
+#include "log.h"
 
 static pthread_rwlock_t registry_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct crd_entry *registry; /* newest first; retired entries stay in the list */
@@ -105,7 +108,60 @@ void crd_default(const char *group, const char *plural, const char *version, cJS
     schema_default(obj, v->schema);
 }
 
-cJSON *crd_validate(const char *group, const char *plural, const char *version, const cJSON *obj)
+/* "self == oldSelf", whatever the spacing. */
+static bool rule_is_self_eq_old(const char *rule)
+{
+  char compact[64];
+  size_t n = 0;
+  for(const char *p = rule; *p && n + 1 < sizeof(compact); p++)
+    if(*p != ' ' && *p != '\t' && *p != '\n')
+      compact[n++] = *p;
+  compact[n] = '\0';
+  return !strcmp(compact, "self==oldSelf") || !strcmp(compact, "oldSelf==self");
+}
+
+/* The x-kubernetes-validations of schema s on an UPDATE, over data d and its stored value od:
+ * the subset of CEL this server evaluates is the transition rule self == oldSelf (immutability).
+ * As kube-apiserver does, a transition rule runs only where both values exist, and a failure is
+ * "Invalid value: \"<type>\": <message>". Other rules are not evaluated (logged once). */
+static void transition_rules(const cJSON *s, const cJSON *d, const cJSON *od, const char *path,
+                             cJSON *causes)
+{
+  if(!cJSON_IsObject(s) || !d || !od || cJSON_IsNull(d) || cJSON_IsNull(od))
+    return;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(s, "x-kubernetes-validations"))
+  {
+    const char *rule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "rule"));
+    if(!rule)
+      continue;
+    if(!rule_is_self_eq_old(rule)) {
+      static int told;
+      if(!told++)
+        log_kv(LOG_WARN, "a CEL rule this API server does not evaluate", "rule", rule, LOG_END);
+      continue;
+    }
+    if(json_equal(d, od))
+      continue;
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "message"));
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "type"));
+    char value[64], dflt[160];
+    snprintf(value, sizeof(value), "\"%s\"", type ? type : "object");
+    snprintf(dflt, sizeof(dflt), "failed rule: %s", rule);
+    ferr_add(causes, "FieldValueInvalid", path, value, msg && *msg ? msg : dflt);
+  }
+  const cJSON *prop;
+  cJSON_ArrayForEach(prop, cJSON_GetObjectItemCaseSensitive(s, "properties"))
+  {
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", prop->string);
+    transition_rules(prop, cJSON_GetObjectItemCaseSensitive(d, prop->string),
+                     cJSON_GetObjectItemCaseSensitive(od, prop->string), sub, causes);
+  }
+}
+
+cJSON *crd_validate(const char *group, const char *plural, const char *version, const cJSON *obj,
+                    const cJSON *old)
 {
   const struct crd_entry *e = crd_lookup(group, plural);
   const struct crd_version_ent *v = crd_entry_version(e, version);
@@ -114,6 +170,8 @@ cJSON *crd_validate(const char *group, const char *plural, const char *version, 
   cJSON *causes = cJSON_CreateArray();
   schema_validate_value(e, v->schema, obj, "", causes);
   schema_validate_lists(v->schema, obj, causes);
+  if(old)
+    transition_rules(v->schema, obj, old, "", causes);
   if(cJSON_GetArraySize(causes) == 0) {
     cJSON_Delete(causes);
     return NULL;

@@ -70,7 +70,7 @@ LTest(apiserver_conversion, v1alpha1_write_stored_as_v1_read_back_losslessly)
   /* the write: decoded, defaulted and validated in the request's version */
   cJSON *o = sample("manifests/samples/migration-v1alpha1.yaml");
   crd_prune_and_default("pgcopydb.io", "migrations", "v1alpha1", o);
-  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1alpha1", o));
+  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1alpha1", o, NULL));
   cJSON *written = cJSON_Duplicate(o, 1);
   /* stored as v1, the storage version, through the real /convert */
   convert_ok(o, "v1");
@@ -80,7 +80,7 @@ LTest(apiserver_conversion, v1alpha1_write_stored_as_v1_read_back_losslessly)
   cr_assert_str_eq(json_get_str(o, "metadata.uid"), "1b7c2b58-7d0e-4a53-9d8e-2f7a1c3e5d01");
   cr_assert_str_eq(json_get_str(o, "metadata.resourceVersion"), "42");
   crd_prune_and_default("pgcopydb.io", "migrations", "v1", o);
-  cJSON *st = crd_validate("pgcopydb.io", "migrations", "v1", o);
+  cJSON *st = crd_validate("pgcopydb.io", "migrations", "v1", o, NULL);
   cr_assert_null(st, "the stored v1 object is invalid: %s", st ? json_get_str(st, "message") : "");
   /* read back as v1alpha1 (a read from storage converts, then prunes and defaults) */
   convert_ok(o, "v1alpha1");
@@ -119,7 +119,7 @@ LTest(apiserver_conversion, v1_fields_survive_a_trip_through_v1alpha1)
   cr_assert_str_eq(json_get_str(o, "apiVersion"), "pgcopydb.io/v1alpha1");
   /* what v1alpha1 cannot hold travels in an annotation, which the schema keeps */
   crd_prune_and_default("pgcopydb.io", "migrations", "v1alpha1", o);
-  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1alpha1", o));
+  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1alpha1", o, NULL));
   convert_ok(o, "v1");
   crd_prune_and_default("pgcopydb.io", "migrations", "v1", o);
   char *a = cJSON_PrintUnformatted(orig), *b = cJSON_PrintUnformatted(o);

@@ -105,7 +105,7 @@ static cJSON *widget(const char *spec)
 static cJSON *admit(const char *group, const char *plural, const char *version, cJSON *obj)
 {
   crd_prune_and_default(group, plural, version, obj);
-  return crd_validate(group, plural, version, obj);
+  return crd_validate(group, plural, version, obj, NULL);
 }
 
 static void expect_one(cJSON *st, const char *kind_msg_prefix, const char *field, const char *reason,
@@ -132,6 +132,33 @@ static void mig_case(const char *spec, const char *field, const char *reason, co
   expect_one(st, "Migration.pgcopydb.io \"shop\" is invalid: ", field, reason, message);
   cJSON_Delete(st);
   cJSON_Delete(m);
+}
+
+/* The CRDs' transition rules (self == oldSelf, generated from the webhook's immutability
+ * rules): an UPDATE that changes spec.source is refused by the schema alone, with the webhook's
+ * message, as kube-apiserver says it; an unchanged one, a create, and other fields pass. */
+Test(apiserver_crd, an_immutable_field_is_kept_by_the_crd_rule)
+{
+  cJSON *old = migration("");
+  crd_prune_and_default("pgcopydb.io", "migrations", "v1", old);
+  cJSON *same = migration("\"suspend\":true");
+  crd_prune_and_default("pgcopydb.io", "migrations", "v1", same);
+  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1", same, old));
+  cJSON *moved = J("{\"apiVersion\":\"pgcopydb.io/v1\",\"kind\":\"Migration\",\"metadata\":{"
+                   "\"name\":\"shop\",\"namespace\":\"db\"},\"spec\":{\"source\":{"
+                   "\"connectionSecretRef\":{\"name\":\"elsewhere\"}},\"target\":{"
+                   "\"connectionSecretRef\":{\"name\":\"dst\"}}}}");
+  crd_prune_and_default("pgcopydb.io", "migrations", "v1", moved);
+  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1", moved, NULL), "a create");
+  cJSON *st = crd_validate("pgcopydb.io", "migrations", "v1", moved, old);
+  expect_one(st, "Migration.pgcopydb.io \"shop\" is invalid: ", "spec.source",
+             "FieldValueInvalid",
+             "Invalid value: \"object\": is immutable: a Migration copies from the database it "
+             "was created with; create a new Migration to copy from another");
+  cJSON_Delete(st);
+  cJSON_Delete(moved);
+  cJSON_Delete(same);
+  cJSON_Delete(old);
 }
 
 static void widget_case(const char *spec, const char *field, const char *reason, const char *message)
@@ -230,7 +257,7 @@ LTest(apiserver_crd, defaults_apply_where_the_parent_exists_top_down)
   cr_assert(cJSON_IsFalse(json_get(m, "spec.dryRun")));
   /* no parent, no default: superuserSecretRef absent stays absent */
   cr_assert_null(json_get(m, "spec.superuserSecretRef"));
-  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1", m));
+  cr_assert_null(crd_validate("pgcopydb.io", "migrations", "v1", m, NULL));
   /* idempotent */
   cJSON *again = cJSON_Duplicate(m, 1);
   crd_prune_and_default("pgcopydb.io", "migrations", "v1", again);
@@ -249,7 +276,7 @@ LTest(apiserver_crd, nulls_default_or_are_dropped_unless_nullable)
   cr_assert_eq(json_get(w, "spec.opts.retries")->valueint, 2);      /* defaulted object, then its members */
   cr_assert_str_eq(json_get_str(w, "spec.opts.mode"), "fast");
   cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(json_get(w, "spec.ports"), 0), "protocol"), "TCP");
-  cr_assert_null(crd_validate("example.com", "widgets", "v1", w));
+  cr_assert_null(crd_validate("example.com", "widgets", "v1", w, NULL));
   cJSON_Delete(w);
 }
 
@@ -603,7 +630,7 @@ LTest(apiserver_crd, unregister_forgets_the_schema)
   cJSON *w = widget("{\"code\":\"x\",\"bogus\":1}");
   crd_prune_and_default("example.com", "widgets", "v1", w);
   cr_assert_not_null(json_get(w, "spec.bogus"));
-  cr_assert_null(crd_validate("example.com", "widgets", "v1", w));
+  cr_assert_null(crd_validate("example.com", "widgets", "v1", w, NULL));
   cr_assert_null(crd_printer_columns("example.com", "widgets", "v1"));
   cJSON_Delete(w);
 }
