@@ -38,3 +38,24 @@ grep -q 'the Migration failed: PreflightFailed: the preflight failed before any 
 grep -q "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', 'test_decoding', 'wal2json'; SELECT pg_reload_conf()" "$log" ||
   fail "the reason lacks the statement that fixes it"
 echo "the demo stopped $(( (i - applied) / 10 )) s after the apply, with the Migration's reason"
+
+# Where Pods cannot get their volumes (no mount namespaces: here, as user nobody), the local
+# cluster of the demos stops before it starts anything, with one line saying what is missing.
+if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  # a copy nobody can read, whatever the checkout's permissions
+  dir=$(mktemp -d /tmp/godwit-nomounts-XXXXXX)
+  mkdir -p "$dir/tests/localcluster" "$dir/build"
+  cp "$ROOT/tests/localcluster/up" "$dir/tests/localcluster/"
+  for b in godwit-apiserver godwit-certs godwit-yaml2json godwit-webhook godwit-jobrunner; do
+    case $BUILD in /*) cp "$BUILD/$b" "$dir/build/" ;; *) cp "$ROOT/$BUILD/$b" "$dir/build/" ;; esac
+  done
+  chmod -R a+rX "$dir" && chmod 0777 "$dir"
+  out=$(cd "$dir" && GODWIT_BUILD=build setpriv --reuid 65534 --regid 65534 --clear-groups \
+          tests/localcluster/up --dir "$dir/cluster" --require-mounts 2>&1)
+  rc=$?
+  rm -rf "$dir"
+  [ $rc = 1 ] || { echo "$out" >&2; fail "up --require-mounts went on without mount namespaces (exit $rc)"; }
+  [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && grep -q 'cannot get their volumes' <<<"$out" ||
+    { echo "$out" >&2; fail "up --require-mounts did not say in one line what is missing"; }
+  echo "demo-fails-fast: without mount namespaces the local cluster stops at once: $out"
+fi

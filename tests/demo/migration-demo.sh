@@ -91,7 +91,7 @@ sql() {
 say "starting the local cluster: API server, godwit-webhook, job runner, godwit-controller"
 # Short intervals, so the demo moves quickly (defaults: 5 s probe, 10 s lag, 5 s poll).
 export GODWIT_PROBE_INTERVAL_MS=500 GODWIT_LAG_INTERVAL_MS=1000 GODWIT_POLL_INTERVAL_MS=1000
-"$ROOT/tests/localcluster/up" --dir "$WORK/cluster" --with-controller --log-level warn \
+"$ROOT/tests/localcluster/up" --dir "$WORK/cluster" --with-controller --log-level warn --require-mounts \
   >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; die "the local cluster did not start"; }
 kubectl version 2>/dev/null | sed -n 2p
 

@@ -54,7 +54,7 @@ fail() {
 [ -x "$BUILD/tests/criu-counter" ] || fail "$BUILD/tests/criu-counter is not built"
 
 say "The local cluster: three worker nodes, a node agent on each, the controller"
-run "$ROOT/tests/localcluster/up" --dir "$CLUSTER" --worker-nodes node-a,node-b,node-c \
+run "$ROOT/tests/localcluster/up" --dir "$CLUSTER" --require-mounts --worker-nodes node-a,node-b,node-c \
   --with-controller >/dev/null || fail "the local cluster did not start"
 run kubectl label node node-c zone=c >/dev/null
 run kubectl get nodes -L zone

@@ -171,7 +171,7 @@ cat >policy.json <<'EOF'
 {"apiVersion": "godwit.dev/v1", "kind": "AdmissionPolicy",
  "approvals": {"approvers": {"groups": ["db-approvers"]}}}
 EOF
-"$ROOT/tests/localcluster/up" --dir "$WORK/cluster" --with-controller --log-level warn \
+"$ROOT/tests/localcluster/up" --dir "$WORK/cluster" --with-controller --log-level warn --require-mounts \
   --policy "$WORK/policy.json" >up.log 2>&1 || { cat up.log; die "the local cluster did not start"; }
 kubectl version 2>/dev/null | grep -E '^(Client|Server) Version' || true
 echo "the admission policy's approvers: the group db-approvers (alice is in it, bob is not)"

@@ -44,6 +44,9 @@ static const struct cfg_opt options[] = {
   { "worker-node", NULL, CFG_STRLIST, NULL, 0, 0, O(worker_nodes),
     "also start this worker node (repeatable; as root): its kubelet runs each Pod in network "
     "and pid namespaces of its own with an address on the cluster's pod network" },
+  { "check-mounts", NULL, CFG_BOOL, "false", 0, 0, O(check_mounts),
+    "only check that this machine lets the kubelet give Pods their volume mounts (a mount "
+    "namespace of their own): exit 0, or 1 with one line saying what is missing" },
   { "kubelet-only", NULL, CFG_BOOL, "false", 0, 0, O(kubelet_only),
     "a worker node (started by the primary): only the kubelet of --node-name" },
   { "pod-network", NULL, CFG_INT, "-1", -1, 255, O(pod_network),
@@ -286,6 +289,15 @@ int main(int argc, char **argv)
                       "Jobs and DaemonSets into Pods, Pods into local processes.");
   if(code >= 0)
     return code;
+  if(cfg.check_mounts) {
+    if(proc_mntns_works())
+      return 0;
+    fprintf(stderr, "godwit-jobrunner: this machine does not let it create mount namespaces "
+                    "(unshare(CLONE_NEWNS) and a private / are refused), so Pods cannot get their "
+                    "volumes: run the local cluster as root, in a VM, or in a container with "
+                    "CAP_SYS_ADMIN (docker run --privileged)\n");
+    return 1;
+  }
   arena_install_json_hooks();
 
   if(pipe2(sig_fd, O_CLOEXEC | O_NONBLOCK)) {
