@@ -135,6 +135,30 @@ static void enqueue_waiting(void *ctx, const char *key, const cJSON *obj)
     enqueue_ns(((struct waiting *)ctx)->c, key, obj);
 }
 
+/* Ready, for readers that know no PodMigration (kstatus, Flux's wait, Argo CD health, kubectl
+ * wait): True once the pod moved, False with the reason it ended without moving (Complete's
+ * reason: a refusal, a rollback, Cancelled), else False with the phase. Derived from what this
+ * reconcile decided, so it is written with it; beyond the seed's 14 types (issue 12). */
+static void ready(struct pmig *p)
+{
+  int phase = p->ed.phase != PHASE_NONE ? p->ed.phase : p->phase;
+  if(phase == PHASE_NONE)
+    return;
+  const struct edit_cond *q = edit_queued_cond(&p->ed, "Complete");
+  const cJSON *c = cond_find(p->obj, "Complete");
+  const char *reason = q ? q->reason : json_get_str(c, "reason");
+  const char *msg = q && q->message ? q->message : json_get_str(c, "message");
+  const char *name = phase_name(&pmig_phases, phase);
+  if(phase == PG_COMPLETED)
+    pmig_cond(p, "Ready", COND_TRUE, reason ? reason : "Completed", "%s",
+              msg ? msg : "the pod moved");
+  else if(final_phase(phase))
+    pmig_cond(p, "Ready", COND_FALSE, reason ? reason : name, "%s",
+              msg ? msg : "the migration ended without moving the pod");
+  else
+    pmig_cond(p, "Ready", COND_FALSE, name, "the migration is %s", name);
+}
+
 static struct rec_result reconcile(struct rec_ctx *c)
 {
   if(!strcmp(c->key, PG_JANITOR_KEY)) {
@@ -154,6 +178,7 @@ static struct rec_result reconcile(struct rec_ctx *c)
   p.phase = phase_parse(&pmig_phases, json_get_str(obj, "status.phase"));
   edit_init(&p.ed, &pmig_phases);
   gw_rc rc = step(&p);
+  ready(&p);
   gw_rc crc = edit_commit(&p.ed, c, &p.obj);
   if(!rc)
     rc = crc;

@@ -311,6 +311,16 @@ const char *e2e_cond_reason(struct e2e *e, const char *name, const char *type)
   return buf;
 }
 
+const char *e2e_cond_status(struct e2e *e, const char *name, const char *type)
+{
+  static __thread char buf[16];
+  cJSON *o = e2e_get(e, name);
+  const char *m = json_get_str(find_cond(o, type), "status");
+  snprintf(buf, sizeof(buf), "%s", m ? m : "");
+  cJSON_Delete(o);
+  return buf;
+}
+
 static cJSON *events_of(struct e2e *e, const char *name)
 {
   char sel[200];

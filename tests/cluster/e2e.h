@@ -125,6 +125,8 @@ bool e2e_wait_phase(struct e2e *e, const char *name, const char *phase, int time
 /* The condition's message ("" when absent), in a thread-local buffer. */
 const char *e2e_cond_message(struct e2e *e, const char *name, const char *type);
 const char *e2e_cond_reason(struct e2e *e, const char *name, const char *type);
+/* The condition's status ("True", "False", "Unknown"; "" when absent). */
+const char *e2e_cond_status(struct e2e *e, const char *name, const char *type);
 /* A human dump of the Migration's status and Events, for assertion messages (malloc'd). */
 char *e2e_describe(struct e2e *e, const char *name);
 

@@ -229,6 +229,10 @@ Test(podmotion_move, a_live_counter_moves_and_keeps_its_connection)
   cr_expect_str_eq(e2e_cond_reason(&E, "move", "TrafficVerified"), "FlowsTransferred");
   cr_expect_str_eq(e2e_cond_reason(&E, "move", "CheckpointComplete"), "CheckpointWritten");
   cr_expect_str_eq(e2e_phase(&E, "move"), "Completed");
+  /* Ready for readers that know no PodMigration (kstatus, Flux, Argo CD, kubectl wait) */
+  cr_expect_str_eq(e2e_cond_reason(&E, "move", "Ready"), "Completed");
+  cr_expect_eq(e2e_kubectl(&E, NULL, "wait --for=condition=Ready podmigration/move "
+                           "--timeout=5s"), 0);
   cr_expect_geq(e2e_event_count(&E, "move", "CheckpointWritten"), 1);
   cr_expect_geq(e2e_wait_event_count(&E, "move", "PhaseTransition", 7, 10000), 7);
   cJSON *m = e2e_get(&E, "move");

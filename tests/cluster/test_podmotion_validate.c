@@ -161,6 +161,7 @@ Test(podmotion_validate, a_valid_migration_waits_for_the_node_agents_and_can_be_
   cr_expect(strstr(e2e_cond_message(&E, "move", "Validating"), "node agent") != NULL);
   cr_expect_eq(e2e_kubectl(&E, NULL, "wait --for=condition=NodeSelected podmigration/move "
                            "--timeout=5s"), 0);
+  cr_expect_str_eq(e2e_cond_reason(&E, "move", "Ready"), "Validating", "Ready follows the phase");
   /* cancel: nothing was frozen, nothing to roll back */
   cr_assert_eq(e2e_kubectl(&E, NULL, "patch podmigration move --type=merge -p "
                            "'{\"spec\":{\"cancel\":true}}'"), 0);
@@ -168,6 +169,8 @@ Test(podmotion_validate, a_valid_migration_waits_for_the_node_agents_and_can_be_
   char *d = ok ? NULL : e2e_describe(&E, "move");
   cr_assert(ok, "not cancelled:\n%s", d ? d : "");
   cr_expect_str_eq(e2e_cond_reason(&E, "move", "Complete"), "Cancelled");
+  cr_expect_str_eq(e2e_cond_reason(&E, "move", "Ready"), "Cancelled", "Ready=False, ended");
+  cr_expect_str_eq(e2e_cond_status(&E, "move", "Ready"), "False");
   char *metrics = e2e_controller_metrics(&E);
   cr_expect_eq(e2e_metric(metrics, "godwit_podmigration_phase{namespace=\"default\",name="
                           "\"move\",phase=\"Cancelled\"}"), 1, "%s", metrics);
