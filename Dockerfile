@@ -46,11 +46,12 @@ COPY --from=build /src/build/godwit-webhook /src/build/godwit-controller \
 # CRIU for the node agent: Debian 12's 3.17 cannot checkpoint on current kernels, so the one
 # make deps installs (tests/criu/install.sh: a newer Debian's, in /opt/godwit/criu;
 # docs/dev/podmotion-runtime.md). The agent runs as root in its own privileged DaemonSet.
-COPY tests/criu/install.sh /tmp/criu-install.sh
+COPY tests/debs.sh /tmp/install/debs.sh
+COPY tests/criu/install.sh /tmp/install/criu/install.sh
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf nftables iproute2 \
- && GODWIT_CRIU_CHECK=0 sh /tmp/criu-install.sh /opt/godwit/criu \
- && rm -rf /var/lib/apt/lists/* /tmp/criu-install.sh
+ && GODWIT_CRIU_CHECK=0 sh /tmp/install/criu/install.sh /opt/godwit/criu \
+ && rm -rf /var/lib/apt/lists/* /tmp/install
 # The manifests run as 65532 too (runAsNonRoot needs a numeric user to check).
 USER 65532:65532
 CMD ["/usr/local/bin/godwit-webhook"]

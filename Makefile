@@ -179,6 +179,7 @@ deps:
 	fi
 	@command -v kubectl >/dev/null 2>&1 || tests/install-kubectl.sh
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; $$SUDO tests/criu/install.sh
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; $$SUDO tests/pgcopydb/install.sh
 
 # Builds run on every CPU; the suites decide their own parallelism.
 NPROC := $(shell nproc 2>/dev/null || echo 2)

@@ -31,6 +31,8 @@
 #include "pgfixture.h"
 
 #define E2E_NS "default"
+/* Debian 13's pgcopydb 0.17, as make deps installs it (tests/pgcopydb/install.sh). */
+#define PGCOPYDB_017_BIN "/opt/godwit/pgcopydb-0.17/bin"
 #define E2E_SRC_PW "Src-Pw-5521"
 #define E2E_DST_PW "Dst-Pw-8830"
 

@@ -279,3 +279,26 @@ Test(migration_clone, runner_pods_carry_the_declared_settings)
   e2e_assert_same(&E);
   free(d);
 }
+
+/* A clone with pgcopydb 0.17 (Debian 13's, installed by make deps into /opt/godwit/pgcopydb-0.17:
+ * tests/pgcopydb/install.sh) as the worker image: the version probe reads 0.17, the command
+ * line is rendered for it, and the copy completes with every row (issue 17). */
+Test(migration_clone, a_clone_with_pgcopydb_0_17_completes)
+{
+  setenv("GODWIT_IMAGE_PATHS", "ghcr.io/godwit-dev/pgcopydb:0.17=" PGCOPYDB_017_BIN, 1);
+  e2e_start(&E, NULL);
+  e2e_load(&E, 20000);
+  e2e_apply(&E, E2E_MIGRATION_HEAD "    image: ghcr.io/godwit-dev/pgcopydb:0.17\n"
+                                   "  clone:\n"
+                                   "    tableJobs: 2\n",
+            "v17");
+  bool done = e2e_wait_cond(&E, "v17", "Complete", "True", "MigrationSucceeded", 180000);
+  char *d = e2e_describe(&E, "v17");
+  cr_assert(done, "%s", d);
+  cJSON *m = e2e_get(&E, "v17");
+  cr_assert_str_eq(json_get_str(m, "status.pgcopydbVersion"), "0.17-1", "%s", d);
+  cJSON_Delete(m);
+  cr_assert_str_eq(e2e_cond_reason(&E, "v17", "CloneCompleted"), "CloneSucceeded", "%s", d);
+  e2e_assert_same(&E);
+  free(d);
+}

@@ -376,11 +376,28 @@ static void base_env(struct jr *jr, const cJSON *pod, struct envmap *m)
   env_set(m, k, jr->api_host);
 }
 
+/* What an image brings: --image-path IMAGE=DIR puts DIR first on the PATH of that image's
+ * containers (a pgcopydb of another version, say), as its own filesystem would. */
+static void image_path(struct jr *jr, const cJSON *ctr, struct envmap *m)
+{
+  const char *image = json_get_str(ctr, "image");
+  for(size_t i = 0; image && jr->cfg->image_paths[i]; i++) {
+    const char *ip = jr->cfg->image_paths[i], *eq = strrchr(ip, '=');
+    if(!eq || strlen(image) != (size_t)(eq - ip) || strncmp(image, ip, (size_t)(eq - ip)))
+      continue;
+    const char *path = getenv("PATH");
+    char v[8192];
+    jr_fmt(v, sizeof(v), "%s:%s", eq + 1, path ? path : "/usr/bin:/bin");
+    env_set(m, "PATH", v);
+  }
+}
+
 char **env_build(struct jr *jr, struct kcache *kc, const cJSON *pod, const cJSON *ctr,
                  const char *sa_dir, char *err, size_t errlen)
 {
   struct envmap m = { 0 };
   base_env(jr, pod, &m);
+  image_path(jr, ctr, &m);
   if(sa_dir && *sa_dir)
     env_set(&m, "GODWIT_SA_DIR", sa_dir);
   bool ok = true;

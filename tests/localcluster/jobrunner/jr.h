@@ -54,6 +54,7 @@ struct jr_config {
   const char *pass_env[CFG_MAX_LIST + 1];
   const char *worker_nodes[CFG_MAX_LIST + 1]; /* primary: the worker nodes it starts */
   int kubelet_only;   /* (CFG_BOOL) a worker node: no Job controller, no scheduler */
+  const char *image_paths[CFG_MAX_LIST + 1]; /* IMAGE=DIR: DIR first on that image's PATH */
   int check_mounts;   /* (CFG_BOOL) only say whether Pods can get their volume mounts here */
   long pod_network;   /* a worker node: the cluster's K (podnet.h); -1 none */
   const char *pod_range; /* a worker node: "FIRST-LAST" of its addresses */

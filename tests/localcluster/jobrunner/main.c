@@ -44,6 +44,8 @@ static const struct cfg_opt options[] = {
   { "worker-node", NULL, CFG_STRLIST, NULL, 0, 0, O(worker_nodes),
     "also start this worker node (repeatable; as root): its kubelet runs each Pod in network "
     "and pid namespaces of its own with an address on the cluster's pod network" },
+  { "image-path", NULL, CFG_STRLIST, NULL, 0, 0, O(image_paths),
+    "IMAGE=DIR: containers of that image find their programs in DIR first (repeatable)" },
   { "check-mounts", NULL, CFG_BOOL, "false", 0, 0, O(check_mounts),
     "only check that this machine lets the kubelet give Pods their volume mounts (a mount "
     "namespace of their own): exit 0, or 1 with one line saying what is missing" },
