@@ -42,6 +42,19 @@ static long deadline_of(const struct mig *m, const char *step)
   return m->o->step_deadline_s;
 }
 
+/* The step containers' resources (preflight, catalog, cutover, verify, reown, compare, cleanup):
+ * light libpq clients, but declared, so a namespace whose ResourceQuota requires requests and
+ * limits admits them; the worker's are spec.worker.resources. */
+static const cJSON *step_resources(void)
+{
+  static cJSON *r;
+  if(!r)
+    r = cJSON_Parse("{\"requests\":{\"cpu\":\"" MIG_STEP_CPU_REQUEST "\",\"memory\":\""
+                    MIG_STEP_MEMORY_REQUEST "\"},\"limits\":{\"memory\":\""
+                    MIG_STEP_MEMORY_LIMIT "\"}}");
+  return r;
+}
+
 /* Takes s->args. */
 static void to_rj(const struct mig *m, struct job_spec *s, char *name, size_t namelen,
                   char *claim, size_t claimlen, struct rj_spec *out)
@@ -51,7 +64,8 @@ static void to_rj(const struct mig *m, struct job_spec *s, char *name, size_t na
   memset(out, 0, sizeof(*out));
   *out = (struct rj_spec){ .name = name, .step = s->step, .attempt = s->attempt,
                            .image = s->image, .container = s->container, .command = s->command,
-                           .args = s->args, .resources = s->resources,
+                           .args = s->args,
+                           .resources = s->worker ? s->resources : step_resources(),
                            .deadline_s = deadline_of(m, s->step) };
   /* every runner Pod of the Migration, the worker's and each step's (spec.worker) */
   const cJSON *w = json_get(m->obj, "spec.worker");

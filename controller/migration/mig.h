@@ -89,6 +89,9 @@ enum mig_phase mig_phase_parse(const char *s);
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
 #define MIG_STEP_DEADLINE_S 900        /* defaults of the runner Jobs' deadlines (jobs.c) */
 #define MIG_LONG_STEP_DEADLINE_S 86400
+#define MIG_STEP_CPU_REQUEST "100m"   /* the step containers' resources (jobs.c) */
+#define MIG_STEP_MEMORY_REQUEST "128Mi"
+#define MIG_STEP_MEMORY_LIMIT "1Gi"
 #define MIG_ATTEMPT_BACKOFF_S 10       /* between worker attempts: doubling, capped (worker.c) */
 #define MIG_ATTEMPT_BACKOFF_MAX_S 360
 /* A status write refused because the object moved meanwhile: decide again soon, from the

@@ -594,6 +594,10 @@ Test(migration_unit, a_rendered_job_carries_the_runner_pod_settings)
   cr_assert_str_eq(json_get_str(t0, "effect"), "NoSchedule");
   cr_assert_str_eq(json_get_str(cJSON_GetArrayItem(json_get(tpl, "spec.imagePullSecrets"), 0),
                                 "name"), "regcred");
+  /* a step's container declares its resources, so a ResourceQuota that requires them admits it */
+  const cJSON *ctr = cJSON_GetArrayItem(json_get(tpl, "spec.containers"), 0);
+  cr_assert_str_eq(json_get_str(ctr, "resources.requests.cpu"), "100m");
+  cr_assert_str_eq(json_get_str(ctr, "resources.limits.memory"), "1Gi");
   char want[80];
   cr_assert_eq(podtemplate_digest(tpl, want, sizeof(want)), GW_OK);
   cr_assert_str_eq(cJSON_GetObjectItem(ta, PODTEMPLATE_DIGEST_ANNOTATION)->valuestring, want);
