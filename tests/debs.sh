@@ -1,10 +1,9 @@
 # tests/debs.sh: sourced by the installers of newer Debian packages into a private prefix
-# (tests/criu/install.sh, tests/pgcopydb/install.sh). It sets MIRROR (the mirror the system's
-# sources use, else deb.debian.org), makes a private apt state under $work (sources list,
-# package lists, cache: the system's apt state is never touched), and defines apt_get and
-# apt_cache on it, and the steps both installers take: debs_suite, debs_fetch, debs_unpack,
-# debs_patch. The caller sets work (a temporary directory), new (the prefix being built),
-# MARKER (the file in it that lists what was unpacked) and say().
+# (tests/criu/install.sh, tests/pgcopydb/install.sh), after they set PREFIX, MARKER (the file of
+# the prefix that lists what was unpacked), say() and die(). debs_start makes a private apt state
+# (sources list, package lists, cache: the system's apt state is never touched) on the mirror
+# the system's sources use (else deb.debian.org); apt_get and apt_cache use it; debs_suite,
+# debs_fetch, debs_unpack and debs_patch are the steps both installers take.
 
 # The Debian mirror the system uses (one-line and deb822 sources; the first non-security http(s)
 # URI of a deb entry), else deb.debian.org.
@@ -36,14 +35,27 @@ mirror() {
          }' "$f"
   done
 }
-MIRROR=$(mirror | sed -n '1s:/*$::p')
-[ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
-
-mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/parts" "$work/debs"
-: >"$work/status"
-# -c is read after the system's configuration: its proxies and Check-Valid-Until still apply, its
-# update hooks (they clean the system's caches) do not.
-cat >"$work/apt.conf" <<EOF
+# debs_start NAME: checks that PREFIX is this installer's to replace and that the tools are
+# here, then makes the private apt state in a fresh $work and sets $new (the prefix being built;
+# both removed on exit) and MIRROR.
+debs_start() {
+  if [ -d "$PREFIX" ] && [ ! -e "$PREFIX/$MARKER" ] && [ -n "$(ls -A "$PREFIX")" ]; then
+    die "'$PREFIX' exists and was not made by this script; remove it or pass another PREFIX"
+  fi
+  for tool in apt-get apt-cache dpkg-deb patchelf; do
+    command -v $tool >/dev/null 2>&1 || die "'$tool' is missing (make deps installs it)"
+  done
+  work=$(mktemp -d "/tmp/godwit-$1-install.XXXXXX")
+  new="$PREFIX.new.$$"
+  trap 'rm -rf "$work" "$new"' EXIT
+  trap 'exit 1' INT TERM
+  MIRROR=$(mirror | sed -n '1s:/*$::p')
+  [ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
+  mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/parts" "$work/debs"
+  : >"$work/status"
+  # -c is read after the system's configuration: its proxies and Check-Valid-Until still
+  # apply, its update hooks (they clean the system's caches) do not.
+  cat >"$work/apt.conf" <<APT
 #clear APT::Update::Pre-Invoke;
 #clear APT::Update::Post-Invoke;
 #clear APT::Update::Post-Invoke-Success;
@@ -55,7 +67,8 @@ Dir::State::Lists "$work/lists";
 Dir::State::status "$work/status";
 Dir::Cache "$work/cache";
 APT::Sandbox::User "root";
-EOF
+APT
+}
 apt_get() { apt-get -c "$work/apt.conf" "$@"; }
 apt_cache() { apt-cache -c "$work/apt.conf" "$@"; }
 

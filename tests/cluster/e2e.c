@@ -163,6 +163,30 @@ void e2e_secret_replace(struct e2e *e, const char *name, const char *uri)
   kube_status_release(&st);
 }
 
+void e2e_target_on_create(struct e2e *e, const char *table, const char *row_body,
+                          const char *ddl)
+{
+  char def[400];
+  if(!ddl) {
+    snprintf(def, sizeof(def), "CREATE TRIGGER row_fn BEFORE INSERT ON %s FOR EACH ROW EXECUTE "
+             "FUNCTION godwit_t.row_fn()", table);
+    ddl = def;
+  }
+  pgfx_exec(&e->dst, "shop", "CREATE SCHEMA godwit_t; GRANT USAGE ON SCHEMA godwit_t TO dst_app");
+  if(row_body)
+    pgfx_exec(&e->dst, "shop", "CREATE FUNCTION godwit_t.row_fn() RETURNS trigger LANGUAGE "
+              "plpgsql AS $$ BEGIN %s END $$", row_body);
+  pgfx_exec(&e->dst, "shop",
+            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+            "  DECLARE r record; BEGIN"
+            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
+            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = '%s'"
+            "    LOOP EXECUTE '%s'; END LOOP; END $$;"
+            "CREATE EVENT TRIGGER godwit_on_create ON ddl_command_end"
+            "  EXECUTE FUNCTION godwit_t.on_create()",
+            table, ddl);
+}
+
 void e2e_load(struct e2e *e, long orders)
 {
   pgfx_exec(&e->src, "shop",

@@ -160,6 +160,13 @@ double e2e_metric(const char *text, const char *series);
 /* The sum of every series whose line starts with prefix. */
 double e2e_metric_sum(const char *text, const char *prefix);
 
+/* A target made different by its superuser before a Migration: when the restore creates table
+ * ("audit.log"), an event trigger runs ddl on it (no single quotes in it); NULL ddl: a BEFORE
+ * INSERT row trigger calling godwit_t.row_fn(), whose plpgsql body is row_body ("RETURN NULL;"
+ * drops every row COPY inserts). */
+void e2e_target_on_create(struct e2e *e, const char *table, const char *row_body,
+                          const char *ddl);
+
 /* Asserts both sides hold the same rows in each table of the sample. */
 void e2e_assert_same(struct e2e *e);
 

@@ -71,6 +71,20 @@ static bool wait_slot(int timeout_ms)
   return false;
 }
 
+/* Waits until the live Migration name streams (Streaming or CutoverPending); asserts it. */
+static void want_streaming(const char *name)
+{
+  bool streaming = false;
+  for(int t = 0; t < 120000 && !streaming; t += 200) {
+    const char *p = e2e_phase(&E, name);
+    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
+    if(!streaming)
+      e2e_sleep_ms(200);
+  }
+  char *d = streaming ? NULL : e2e_describe(&E, name);
+  cr_assert(streaming, "never Streaming:\n%s", d ? d : "");
+}
+
 /* Writes an application would make: new orders, an updated customer, deleted audit rows. */
 static void live_writes(int batch)
 {
@@ -215,20 +229,8 @@ Test(migration_auto, a_compare_that_finds_differences_does_not_fail_the_migratio
 {
   e2e_start(&E, NULL);
   e2e_load(&E, 2000);
-  pgfx_exec(&E.dst, "shop",
-            "CREATE SCHEMA godwit_t;"
-            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
-            "CREATE FUNCTION godwit_t.tweak() RETURNS trigger LANGUAGE plpgsql AS $$"
-            "  BEGIN NEW.msg := NEW.msg || ' (changed on the target)'; RETURN NEW; END $$;"
-            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
-            "  DECLARE r record; BEGIN"
-            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
-            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
-            "    LOOP EXECUTE 'CREATE TRIGGER tweak BEFORE INSERT ON audit.log FOR EACH ROW"
-            "                  EXECUTE FUNCTION godwit_t.tweak()';"
-            "    END LOOP; END $$;"
-            "CREATE EVENT TRIGGER godwit_tweak ON ddl_command_end"
-            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_target_on_create(&E, "audit.log", "NEW.msg := NEW.msg || ' (changed on the target)'; "
+                                       "RETURN NEW;", NULL);
   /* a table the filters leave out: not a difference */
   pgfx_exec(&E.src, "shop", "CREATE TABLE public.scratch(id int PRIMARY KEY, v text);"
                             "INSERT INTO public.scratch VALUES (1, 'left out');"
@@ -274,16 +276,7 @@ Test(migration_auto, deleting_a_streaming_migration_cleans_up_the_source_and_tar
                           "  cutover:\n"
                           "    mode: Manual\n",
             "gone");
-  bool streaming = false;
-  for(int t = 0; t < 120000 && !streaming; t += 200) {
-    const char *p = e2e_phase(&E, "gone");
-    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
-    if(!streaming)
-      e2e_sleep_ms(200);
-  }
-  char *d = e2e_describe(&E, "gone");
-  cr_assert(streaming, "never Streaming:\n%s", d);
-  free(d);
+  want_streaming("gone");
 
   /* what the deletion must take away */
   char slot[64], uid8[16];
@@ -367,16 +360,7 @@ Test(migration_auto, a_schema_difference_is_a_schema_mismatch)
 {
   e2e_start(&E, NULL);
   e2e_load(&E, 2000);
-  pgfx_exec(&E.dst, "shop",
-            "CREATE SCHEMA godwit_t;"
-            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
-            "  DECLARE r record; BEGIN"
-            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
-            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
-            "    LOOP EXECUTE 'CREATE INDEX log_msg_extra ON audit.log(msg)';"
-            "    END LOOP; END $$;"
-            "CREATE EVENT TRIGGER godwit_extra ON ddl_command_end"
-            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_target_on_create(&E, "audit.log", NULL, "CREATE INDEX log_msg_extra ON audit.log(msg)");
   e2e_apply(&E, HEAD_YAML "  verify:\n"
                           "    compare: [schema]\n",
             "drift");
@@ -526,16 +510,7 @@ Test(migration_auto, a_cleanup_that_cannot_log_in_is_cleanup_failed_and_the_dele
                           "  cutover:\n"
                           "    mode: Manual\n",
             "stuck");
-  bool streaming = false;
-  for(int t = 0; t < 120000 && !streaming; t += 200) {
-    const char *p = e2e_phase(&E, "stuck");
-    streaming = !strcmp(p, "Streaming") || !strcmp(p, "CutoverPending");
-    if(!streaming)
-      e2e_sleep_ms(200);
-  }
-  char *d = e2e_describe(&E, "stuck");
-  cr_assert(streaming, "never Streaming:\n%s", d);
-  free(d);
+  want_streaming("stuck");
   char slot[64];
   slot_of("stuck", slot, sizeof(slot));
   cr_assert(slot[0]);
@@ -575,20 +550,8 @@ Test(migration_auto, a_drain_the_compare_refutes_is_drain_incomplete)
 {
   e2e_start(&E, &(struct e2e_opts){ .logical = true });
   e2e_load(&E, 2000);
-  pgfx_exec(&E.dst, "shop",
-            "CREATE SCHEMA godwit_t;"
-            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
-            "CREATE FUNCTION godwit_t.tweak() RETURNS trigger LANGUAGE plpgsql AS $$"
-            "  BEGIN NEW.msg := NEW.msg || ' (changed on the target)'; RETURN NEW; END $$;"
-            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
-            "  DECLARE r record; BEGIN"
-            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
-            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
-            "    LOOP EXECUTE 'CREATE TRIGGER tweak BEFORE INSERT ON audit.log FOR EACH ROW"
-            "                  EXECUTE FUNCTION godwit_t.tweak()';"
-            "    END LOOP; END $$;"
-            "CREATE EVENT TRIGGER godwit_tweak ON ddl_command_end"
-            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_target_on_create(&E, "audit.log", "NEW.msg := NEW.msg || ' (changed on the target)'; "
+                                       "RETURN NEW;", NULL);
   e2e_apply(&E, HEAD_YAML "  follow: {}\n"
                           "  cutover:\n"
                           "    mode: Automatic\n",
@@ -622,20 +585,7 @@ Test(migration_auto, a_table_empty_on_the_target_after_the_base_copy_is_named)
 {
   e2e_start(&E, &(struct e2e_opts){ .logical = true });
   e2e_load(&E, 2000);
-  pgfx_exec(&E.dst, "shop",
-            "CREATE SCHEMA godwit_t;"
-            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
-            "CREATE FUNCTION godwit_t.drop_row() RETURNS trigger LANGUAGE plpgsql AS $$"
-            "  BEGIN RETURN NULL; END $$;"
-            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
-            "  DECLARE r record; BEGIN"
-            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
-            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'audit.log'"
-            "    LOOP EXECUTE 'CREATE TRIGGER drop_row BEFORE INSERT ON audit.log FOR EACH ROW"
-            "                  EXECUTE FUNCTION godwit_t.drop_row()';"
-            "    END LOOP; END $$;"
-            "CREATE EVENT TRIGGER godwit_drop ON ddl_command_end"
-            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_target_on_create(&E, "audit.log", "RETURN NULL;", NULL);
   e2e_apply(&E, HEAD_YAML "  follow: {}\n"
                           "  cutover:\n"
                           "    mode: Manual\n",

@@ -21,22 +21,26 @@ static void stop(void)
 
 TestSuite(migration_owner, .fini = stop, .timeout = 300);
 
+/* A clone whose restored objects go to shop_owner (the superuser Secret lets the preflight
+ * grant the migration role what the handover needs). */
+#define OWNED_YAML                                                                             \
+  "apiVersion: pgcopydb.io/v1\n"                                                              \
+  "kind: Migration\n"                                                                         \
+  "metadata: {name: %s}\n"                                                                    \
+  "spec:\n"                                                                                   \
+  "  source: {connectionSecretRef: {name: src}}\n"                                            \
+  "  target: {connectionSecretRef: {name: dst}}\n"                                            \
+  "  superuserSecretRef: {name: super}\n"                                                     \
+  "  clone:\n"                                                                                \
+  "    ownerAfterRestore: shop_owner\n"                                                       \
+  "  worker: {workDir: {size: 1Gi}}\n"
+
 Test(migration_owner, the_reown_job_hands_the_restored_objects_to_the_owner)
 {
   e2e_start(&E, NULL);
   e2e_load(&E, 5000);
   pgfx_exec(&E.dst, "postgres", "CREATE ROLE shop_owner NOLOGIN");
-  e2e_apply(&E,
-            "apiVersion: pgcopydb.io/v1\n"
-            "kind: Migration\n"
-            "metadata: {name: shop}\n"
-            "spec:\n"
-            "  source: {connectionSecretRef: {name: src}}\n"
-            "  target: {connectionSecretRef: {name: dst}}\n"
-            "  superuserSecretRef: {name: super}\n"
-            "  clone:\n"
-            "    ownerAfterRestore: shop_owner\n"
-            "  worker: {workDir: {size: 1Gi}}\n");
+  e2e_apply(&E, OWNED_YAML, "shop");
   struct e2e_phases ph;
   e2e_phases_start(&ph, &E, "shop");
   /* Events are emitted after the status write: Completed is the last one */
@@ -96,17 +100,7 @@ Test(migration_owner, a_handover_that_cannot_run_fails_with_the_statement)
   e2e_start(&E, NULL);
   e2e_load(&E, 200000);
   pgfx_exec(&E.dst, "postgres", "CREATE ROLE shop_owner NOLOGIN");
-  e2e_apply(&E,
-            "apiVersion: pgcopydb.io/v1\n"
-            "kind: Migration\n"
-            "metadata: {name: lost}\n"
-            "spec:\n"
-            "  source: {connectionSecretRef: {name: src}}\n"
-            "  target: {connectionSecretRef: {name: dst}}\n"
-            "  superuserSecretRef: {name: super}\n"
-            "  clone:\n"
-            "    ownerAfterRestore: shop_owner\n"
-            "  worker: {workDir: {size: 1Gi}}\n");
+  e2e_apply(&E, OWNED_YAML, "lost");
   bool cloning = e2e_wait_phase(&E, "lost", "Cloning", 120000);
   char *d = e2e_describe(&E, "lost");
   cr_assert(cloning, "never Cloning:\n%s", d);
@@ -153,17 +147,7 @@ Test(migration_owner, a_handover_suspended_runs_again_on_resume)
   PQclear(r);
   struct e2e_phases ph;
   e2e_phases_start(&ph, &E, "shop");
-  e2e_apply(&E,
-            "apiVersion: pgcopydb.io/v1\n"
-            "kind: Migration\n"
-            "metadata: {name: shop}\n"
-            "spec:\n"
-            "  source: {connectionSecretRef: {name: src}}\n"
-            "  target: {connectionSecretRef: {name: dst}}\n"
-            "  superuserSecretRef: {name: super}\n"
-            "  clone:\n"
-            "    ownerAfterRestore: shop_owner\n"
-            "  worker: {workDir: {size: 1Gi}}\n");
+  e2e_apply(&E, OWNED_YAML, "shop");
   bool waiting = false;
   for(int i = 0; i < 1200 && !waiting; i++) {
     char *n = pgfx_query1(&E.dst, "shop", "SELECT count(*) FROM pg_stat_activity WHERE query "

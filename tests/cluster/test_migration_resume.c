@@ -162,18 +162,15 @@ static bool wait_window(void)
   return false;
 }
 
-Test(migration_resume, a_worker_killed_mid_copy_resumes_and_no_table_is_empty)
+/* Kills the worker of "shop" (SIGKILL to its process group) while sales.orders is copied and
+ * the small tables are finished with their constraints: a kill between an index and its
+ * constraint is another trap of 0.10 (every resume then fails in post-data and the controller
+ * starts over with --restart). */
+static void kill_in_window(void)
 {
-  e2e_start(&E, NULL);
-  e2e_load(&E, 1000000);
-  e2e_apply(&E, CLONE_YAML, "shop", 2);
   bool copying = wait_copying("shop", 120000);
-  char *d = e2e_describe(&E, "shop");
-  cr_assert(copying, "the probe never saw COPY workers in Cloning:\n%s", d);
-  free(d);
-  /* the kill lands while sales.orders is copied and the small tables are finished with their
-   * constraints: a kill between an index and its constraint is another trap of 0.10 (every
-   * resume then fails in post-data and the controller starts over with --restart) */
+  char *d = copying ? NULL : e2e_describe(&E, "shop");
+  cr_assert(copying, "the probe never saw COPY workers in Cloning:\n%s", d ? d : "");
   cr_assert(wait_window(), "never the small tables done while sales.orders was copied");
   pid_t pid = e2e_worker_pid(&E, "shop");
   cr_assert_gt(pid, 0, "no running worker Pod");
@@ -181,11 +178,19 @@ Test(migration_resume, a_worker_killed_mid_copy_resumes_and_no_table_is_empty)
                strerror(errno));
   cr_assert(wait_group_gone(pid, 10000), "the worker's process group %d survived SIGKILL",
             (int)pid);
+}
+
+Test(migration_resume, a_worker_killed_mid_copy_resumes_and_no_table_is_empty)
+{
+  e2e_start(&E, NULL);
+  e2e_load(&E, 1000000);
+  e2e_apply(&E, CLONE_YAML, "shop", 2);
+  kill_in_window();
   cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 0,
                "the killed COPY of sales.orders rolled back");
 
   bool failed = e2e_wait_event(&E, "shop", "AttemptFailed", 60000);
-  d = e2e_describe(&E, "shop");
+  char *d = e2e_describe(&E, "shop");
   cr_assert(failed, "no AttemptFailed after the kill:\n%s", d);
   free(d);
   bool done = e2e_wait_complete(&E, "shop", 180000) &&
@@ -271,33 +276,12 @@ Test(migration_resume, a_resumed_clone_that_left_a_table_empty_is_clone_incomple
 {
   e2e_start(&E, NULL);
   e2e_load(&E, 1000000);
-  pgfx_exec(&E.dst, "shop",
-            "CREATE SCHEMA godwit_t;"
-            "GRANT USAGE ON SCHEMA godwit_t TO dst_app;"
-            "CREATE FUNCTION godwit_t.drop_row() RETURNS trigger LANGUAGE plpgsql AS $$"
-            "  BEGIN RETURN NULL; END $$;"
-            "CREATE FUNCTION godwit_t.on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$"
-            "  DECLARE r record; BEGIN"
-            "    FOR r IN SELECT * FROM pg_event_trigger_ddl_commands()"
-            "             WHERE command_tag = 'CREATE TABLE' AND object_identity = 'sales.orders'"
-            "    LOOP EXECUTE 'CREATE TRIGGER drop_row BEFORE INSERT ON sales.orders FOR EACH ROW"
-            "                  EXECUTE FUNCTION godwit_t.drop_row()';"
-            "    END LOOP; END $$;"
-            "CREATE EVENT TRIGGER godwit_drop ON ddl_command_end"
-            "  EXECUTE FUNCTION godwit_t.on_create()");
+  e2e_target_on_create(&E, "sales.orders", "RETURN NULL;", NULL);
   e2e_apply(&E, CLONE_YAML, "shop", 2);
-  bool copying = wait_copying("shop", 120000);
-  char *d = e2e_describe(&E, "shop");
-  cr_assert(copying, "the probe never saw COPY workers in Cloning:\n%s", d);
-  free(d);
-  cr_assert(wait_window(), "never the small tables done while sales.orders was copied");
-  pid_t pid = e2e_worker_pid(&E, "shop");
-  cr_assert_gt(pid, 0, "no running worker Pod");
-  cr_assert_eq(kill(-pid, SIGKILL), 0, "kill the worker's process group %d: %s", (int)pid,
-               strerror(errno));
+  kill_in_window();
   bool failed = e2e_wait_cond(&E, "shop", "Failed", "True", "CloneIncomplete", 180000) &&
                 e2e_wait_event(&E, "shop", "CloneIncomplete", 10000);
-  d = e2e_describe(&E, "shop");
+  char *d = e2e_describe(&E, "shop");
   cr_assert(failed, "not CloneIncomplete:\n%s", d);
   cr_assert_eq(status_int("shop", "status.attempts"), 2, "%s", d);
   const char *msg = e2e_cond_message(&E, "shop", "CloneCompleted");

@@ -30,19 +30,9 @@ if [ -x "$PREFIX/bin/pgcopydb" ] && good_version "$PREFIX/bin/pgcopydb"; then
   say "$("$PREFIX/bin/pgcopydb" --version 2>/dev/null | sed -n 1p) already in $PREFIX"
   exit 0
 fi
-if [ -d "$PREFIX" ] && [ ! -e "$PREFIX/$MARKER" ] && [ -n "$(ls -A "$PREFIX")" ]; then
-  die "'$PREFIX' exists and was not made by this script; remove it or pass another PREFIX"
-fi
-for tool in apt-get apt-cache dpkg-deb patchelf; do
-  command -v $tool >/dev/null 2>&1 || die "'$tool' is missing (make deps installs it)"
-done
-
-work=$(mktemp -d /tmp/godwit-pgcopydb-install.XXXXXX)
-new="$PREFIX.new.$$"
-trap 'rm -rf "$work" "$new"' EXIT
-trap 'exit 1' INT TERM
 # shellcheck source=tests/debs.sh
 . "$(dirname "$0")/../debs.sh"
+debs_start pgcopydb
 
 suite=
 for s in $SUITES; do
