@@ -612,11 +612,12 @@ Test(migration_auto, a_table_empty_on_the_target_after_the_base_copy_is_named)
 }
 
 /* Setting the cutover LSN held up: the test holds the sentinel row on the source, so the first
- * cutover Job waits until its deadline (--step-deadline, 8 s here) ends it; that is a transient
+ * cutover Job waits until its deadline (--step-deadline, 12 s here: the other steps' Jobs, a
+ * preflight and a cleanup, stay well within it on a loaded machine) ends it; that is a transient
  * failure, CutoverRetry says so, and the next Job sets the LSN once the row is free (seed 000). */
 Test(migration_auto, a_cutover_held_up_is_retried)
 {
-  setenv("GODWIT_STEP_DEADLINE", "8", 1);
+  setenv("GODWIT_STEP_DEADLINE", "12", 1);
   e2e_start(&E, &(struct e2e_opts){ .logical = true });
   e2e_load(&E, 2000);
   e2e_apply(&E, HEAD_YAML "  follow: {}\n"

@@ -314,7 +314,6 @@ Test(migration_fail, a_refused_runner_pod_is_named)
  * copy completes (issue 12, docs/operations/runner-pods.md). */
 Test(migration_fail, an_injected_sidecar_is_refused_and_the_opt_out_runs)
 {
-  setenv("GODWIT_STEP_DEADLINE", "5", 1);
   e2e_start(&E, NULL);
   e2e_load(&E, 500);
   e2e_injector_start(&E);
