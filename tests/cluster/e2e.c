@@ -611,28 +611,46 @@ void e2e_phases_stop(struct e2e_phases *ph)
   rec_stop(ph->r);
 }
 
+/* "a b c": n rows of rows (each stride bytes), under p->mu, cut to fit buf. */
+static const char *rec_join(struct e2e_rec *p, const char *rows, size_t stride, const int *n,
+                            char *buf, size_t len)
+{
+  buf[0] = '\0';
+  pthread_mutex_lock(&p->mu);
+  size_t used = 0;
+  for(int i = 0; i < *n && used + stride + 2 < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " " : "", rows + i * stride);
+  pthread_mutex_unlock(&p->mu);
+  return buf;
+}
+
+/* Whether one of the n rows (each stride bytes) is want, under p->mu; its index in *at. */
+static bool rec_has(struct e2e_rec *p, const char *rows, size_t stride, const int *n,
+                    const char *want, int *at)
+{
+  pthread_mutex_lock(&p->mu);
+  bool saw = false;
+  for(int i = 0; i < *n && !saw; i++)
+    if(!strcmp(rows + i * stride, want)) {
+      saw = true;
+      if(at)
+        *at = i;
+    }
+  pthread_mutex_unlock(&p->mu);
+  return saw;
+}
+
 bool e2e_phases_saw(struct e2e_phases *ph, const char *phase)
 {
   struct e2e_rec *p = ph->r;
-  pthread_mutex_lock(&p->mu);
-  bool saw = false;
-  for(int i = 0; i < p->n && !saw; i++)
-    saw = !strcmp(p->seen[i], phase);
-  pthread_mutex_unlock(&p->mu);
-  return saw;
+  return rec_has(p, p->seen[0], sizeof(p->seen[0]), &p->n, phase, NULL);
 }
 
 const char *e2e_phases_list(struct e2e_phases *ph)
 {
   struct e2e_rec *p = ph->r;
   static __thread char buf[2048];
-  buf[0] = '\0';
-  pthread_mutex_lock(&p->mu);
-  size_t used = 0;
-  for(int i = 0; i < p->n && used < sizeof(buf) - 32; i++)
-    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "", p->seen[i]);
-  pthread_mutex_unlock(&p->mu);
-  return buf;
+  return rec_join(p, p->seen[0], sizeof(p->seen[0]), &p->n, buf, sizeof(buf));
 }
 
 bool e2e_phases_saw_clone(struct e2e_phases *ph, const char *phase, const char *reason, char *msg,
@@ -641,15 +659,10 @@ bool e2e_phases_saw_clone(struct e2e_phases *ph, const char *phase, const char *
   struct e2e_rec *p = ph->r;
   char state[64];
   snprintf(state, sizeof(state), "%s/%s", phase, reason);
-  pthread_mutex_lock(&p->mu);
-  bool saw = false;
-  for(int i = 0; i < p->ns && !saw; i++)
-    if(!strcmp(p->states[i], state)) {
-      saw = true;
-      if(msg && len)
-        snprintf(msg, len, "%s", p->messages[i]);
-    }
-  pthread_mutex_unlock(&p->mu);
+  int at = -1;
+  bool saw = rec_has(p, p->states[0], sizeof(p->states[0]), &p->ns, state, &at);
+  if(saw && msg && len) /* rows are written once, before ns counts them */
+    snprintf(msg, len, "%s", p->messages[at]);
   return saw;
 }
 
@@ -658,39 +671,21 @@ bool e2e_phases_saw_reason(struct e2e_phases *ph, const char *type, const char *
   struct e2e_rec *p = ph->r;
   char tr[80];
   snprintf(tr, sizeof(tr), "%s/%s", type, reason);
-  pthread_mutex_lock(&p->mu);
-  bool saw = false;
-  for(int i = 0; i < p->nr && !saw; i++)
-    saw = !strcmp(p->reasons[i], tr);
-  pthread_mutex_unlock(&p->mu);
-  return saw;
+  return rec_has(p, p->reasons[0], sizeof(p->reasons[0]), &p->nr, tr, NULL);
 }
 
 const char *e2e_phases_reasons(struct e2e_phases *ph)
 {
   struct e2e_rec *p = ph->r;
   static __thread char buf[4096];
-  buf[0] = '\0';
-  pthread_mutex_lock(&p->mu);
-  size_t used = 0;
-  for(int i = 0; i < p->nr && used < sizeof(buf) - 90; i++)
-    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "",
-                             p->reasons[i]);
-  pthread_mutex_unlock(&p->mu);
-  return buf;
+  return rec_join(p, p->reasons[0], sizeof(p->reasons[0]), &p->nr, buf, sizeof(buf));
 }
 
 const char *e2e_phases_clone_list(struct e2e_phases *ph)
 {
   struct e2e_rec *p = ph->r;
   static __thread char buf[4096];
-  buf[0] = '\0';
-  pthread_mutex_lock(&p->mu);
-  size_t used = 0;
-  for(int i = 0; i < p->ns && used < sizeof(buf) - 80; i++)
-    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "", p->states[i]);
-  pthread_mutex_unlock(&p->mu);
-  return buf;
+  return rec_join(p, p->states[0], sizeof(p->states[0]), &p->ns, buf, sizeof(buf));
 }
 
 /* ---- the controller process ---- */

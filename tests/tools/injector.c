@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "certgen.h"
 #include "config.h"
 #include "json.h"
 #include "strbuf.h"
@@ -134,24 +135,6 @@ static void on_done(void *cls, struct MHD_Connection *conn, void **ctx,
   }
 }
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  if(!f)
-    return NULL;
-  struct strbuf sb;
-  strbuf_init(&sb, 1u << 20);
-  char buf[4096];
-  size_t n;
-  while((n = fread(buf, 1, sizeof(buf), f)) > 0)
-    if(strbuf_add(&sb, buf, n))
-      break;
-  fclose(f);
-  char *s = strbuf_take(&sb, NULL);
-  strbuf_release(&sb);
-  return s;
-}
-
 int main(int argc, char **argv)
 {
   struct inj_config cfg = { 0 };
@@ -159,8 +142,10 @@ int main(int argc, char **argv)
                       "A sidecar injector for tests (a mutating admission webhook).");
   if(code >= 0)
     return code;
-  char *cert = cfg.cert ? slurp(cfg.cert) : NULL, *key = cfg.key ? slurp(cfg.key) : NULL;
-  if(!cert || !key || !cfg.port_file) {
+  char *cert = NULL, *key = NULL;
+  size_t n;
+  if(!cfg.cert || !cfg.key || !cfg.port_file || certgen_read_file(cfg.cert, 1u << 20, &cert, &n) ||
+     certgen_read_file(cfg.key, 1u << 20, &key, &n)) {
     fprintf(stderr, "godwit-injector: --cert, --key and --port-file are required\n");
     return 2;
   }
