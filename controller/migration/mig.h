@@ -171,6 +171,22 @@ struct job_spec {
   const char *env[8][2]; /* more plain env pairs; name NULL ends */
 };
 
+/* The worker prologue's shell function `appname URI`: URI with application_name=$PGAPPNAME
+ * added (`?` or `&` for a postgres:// URI, a keyword for a key=value string, trailing newlines
+ * of the Secret's value dropped; anything else unchanged), for pgcopydb 0.15+ which overwrite
+ * PGAPPNAME (worker.c; tests/controller/test_migration_unit.c runs it). */
+#define MIG_WORKER_APPNAME_SH                                                                      \
+  "appname() {\n"                                                                                  \
+  "  set -- \"$(printf '%s' \"$1\")\"\n"                                                           \
+  "  case \"$1\" in\n"                                                                             \
+  "  postgres://*\\?*|postgresql://*\\?*)\n"                                                       \
+  "    printf '%s&application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"                                  \
+  "  postgres://*|postgresql://*) printf '%s?application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"       \
+  "  *=*) printf '%s application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"                               \
+  "  *) printf '%s' \"$1\";;\n"                                                                    \
+  "  esac\n"                                                                                       \
+  "}\n"
+
 /* The Job of step and attempt: "<name>-<step>-<attempt>", but "<name>-reown" for the first
  * handover (seed 000 names "the <name>-reown Job"). */
 void job_name(const struct mig *m, const char *step, int attempt, char *buf, size_t len);

@@ -28,7 +28,11 @@
  *    a killed attempt left for the tables and indexes it was working on: with them, every worker
  *    of the resumed run skips its table and the clone "succeeds" with empty tables
  *    (docs/dev/pgcopydb-observed.md, "Killed mid-copy, then resumed"). A COPY that was killed
- *    rolled back; the resumed run copies those tables again. */
+ *    rolled back; the resumed run copies those tables again;
+ *  - with GODWIT_APPNAME_IN_URI (pgcopydb 0.15 and later), PGAPPNAME (godwit-<uid8>, which the
+ *    probe matches) added to both connection strings as application_name: those versions set
+ *    PGAPPNAME to their own "pgcopydb[PID] ROLE", and a connection string's parameter wins over
+ *    the environment (docs/dev/pgcopydb-observed.md). */
 static const char worker_script[] =
   "set -e\n"
   "d=" MIG_WORK_DIR "\n"
@@ -66,6 +70,14 @@ static const char worker_script[] =
   " rm -f \"$f\"; fi\n"
   "    done\n"
   "  fi\n"
+  "fi\n"
+  /* pgcopydb 0.15 and later name their sessions themselves (PGAPPNAME is overwritten with
+   * "pgcopydb[PID] ROLE"): the name goes into the connection strings, which win over it */
+  MIG_WORKER_APPNAME_SH
+  "if [ -n \"${GODWIT_APPNAME_IN_URI:-}\" ] && [ -n \"${PGAPPNAME:-}\" ]; then\n"
+  "  PGCOPYDB_SOURCE_PGURI=$(appname \"${PGCOPYDB_SOURCE_PGURI:-}\")\n"
+  "  PGCOPYDB_TARGET_PGURI=$(appname \"${PGCOPYDB_TARGET_PGURI:-}\")\n"
+  "  export PGCOPYDB_SOURCE_PGURI PGCOPYDB_TARGET_PGURI\n"
   "fi\n"
   "exec pgcopydb \"$@\"\n";
 
@@ -127,6 +139,9 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   }
   if(!mig_version_at_least(&m->version, 0, 15)) {
     s.env[e][0] = "GODWIT_CLEAN_LOCKS";
+    s.env[e++][1] = "1";
+  } else {
+    s.env[e][0] = "GODWIT_APPNAME_IN_URI";
     s.env[e++][1] = "1";
   }
   bool created = false;

@@ -73,12 +73,14 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
   e2e_apply(&E, CLONE_YAML, "shop");
 
   /* The probe keeps its session to the target between samples (one login, not one a sample):
-   * the same backend answers samples a second apart. */
+   * the same backend answers every sample while the copy runs, and the copy of a million rows
+   * outlasts several probe intervals (300 ms here), so this cannot hold by a short run. */
+  static const char probe_pid[] = "SELECT coalesce(min(pid)::text, '') FROM pg_stat_activity "
+                                  "WHERE application_name = 'godwit-controller' AND datname = "
+                                  "'shop'";
   char *pid1 = NULL;
   for(int i = 0; i < 600 && !pid1; i++) {
-    pid1 = pgfx_query1(&E.dst, "postgres", "SELECT coalesce(min(pid)::text, '') FROM "
-                                           "pg_stat_activity WHERE application_name = "
-                                           "'godwit-controller' AND datname = 'shop'");
+    pid1 = pgfx_query1(&E.dst, "postgres", probe_pid);
     if(!*pid1) {
       free(pid1);
       pid1 = NULL;
@@ -86,15 +88,21 @@ Test(migration_clone, a_million_rows_complete_through_cloning_and_finalizing)
     }
   }
   cr_assert_not_null(pid1, "the probe never connected to the target");
-  e2e_sleep_ms(1200); /* four probe intervals */
-  const char *now = e2e_phase(&E, "shop");
-  if(!strcmp(now, "Cloning") || !strcmp(now, "Finalizing")) {
-    char *pid2 = pgfx_query1(&E.dst, "postgres", "SELECT coalesce(min(pid)::text, '') FROM "
-                                                 "pg_stat_activity WHERE application_name = "
-                                                 "'godwit-controller' AND datname = 'shop'");
-    cr_assert_str_eq(pid2, pid1, "the probe logged in again between samples");
+  long long first = e2e_mono_ms(), last = first;
+  for(int i = 0; i < 3000; i++) {
+    char *pid2 = pgfx_query1(&E.dst, "postgres", probe_pid);
+    if(!*pid2) { /* the Migration finished: its pooled session is closed */
+      free(pid2);
+      break;
+    }
+    cr_assert_str_eq(pid2, pid1, "the probe logged in again between samples (%lld ms after its "
+                     "first login)", e2e_mono_ms() - first);
     free(pid2);
+    last = e2e_mono_ms();
+    e2e_sleep_ms(100);
   }
+  cr_assert_geq(last - first, 900, "the probe's one session was seen for %lld ms only, fewer "
+                "than three probe intervals", last - first);
   free(pid1);
 
   bool done = e2e_wait_cond(&E, "shop", "Complete", "True", "MigrationSucceeded", 300000) &&
@@ -282,23 +290,39 @@ Test(migration_clone, runner_pods_carry_the_declared_settings)
 
 /* A clone with pgcopydb 0.17 (Debian 13's, installed by make deps into /opt/godwit/pgcopydb-0.17:
  * tests/pgcopydb/install.sh) as the worker image: the version probe reads 0.17, the command
- * line is rendered for it, and the copy completes with every row (issue 17). */
+ * line is rendered for it, the probe sees its COPY workers, the copy completes with every row
+ * and the compare finds both sides equal (issue 17). */
 Test(migration_clone, a_clone_with_pgcopydb_0_17_completes)
 {
   setenv("GODWIT_IMAGE_PATHS", "ghcr.io/godwit-dev/pgcopydb:0.17=" PGCOPYDB_017_BIN, 1);
   e2e_start(&E, NULL);
-  e2e_load(&E, 20000);
+  e2e_load(&E, 500000);
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "v17");
   e2e_apply(&E, E2E_MIGRATION_HEAD "    image: ghcr.io/godwit-dev/pgcopydb:0.17\n"
                                    "  clone:\n"
-                                   "    tableJobs: 2\n",
+                                   "    tableJobs: 2\n"
+                                   "  verify:\n"
+                                   "    compare: [schema, data]\n",
             "v17");
   bool done = e2e_wait_cond(&E, "v17", "Complete", "True", "MigrationSucceeded", 180000);
+  e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "v17");
   cr_assert(done, "%s", d);
+  /* the probe told this Migration's COPY workers from the others although 0.17 names its
+   * sessions "pgcopydb[PID] ROLE": the worker put godwit-<uid8> in its connection strings */
+  char msg[256];
+  cr_assert(e2e_phases_saw_clone(&ph, "Cloning", "CopyingData", msg, sizeof(msg)), "%s",
+            e2e_phases_clone_list(&ph));
+  cr_assert(strstr(msg, "COPY workers of this migration are connected to the target"),
+            "CopyingData not from the probe: %s", msg);
+  cr_assert(e2e_phases_saw(&ph, "Finalizing"), "phases: %s", e2e_phases_list(&ph));
   cJSON *m = e2e_get(&E, "v17");
   cr_assert_str_eq(json_get_str(m, "status.pgcopydbVersion"), "0.17-1", "%s", d);
   cJSON_Delete(m);
   cr_assert_str_eq(e2e_cond_reason(&E, "v17", "CloneCompleted"), "CloneSucceeded", "%s", d);
+  /* the compare read 0.17's work dir (its SQLite catalog) for the tables and found them equal */
+  cr_assert_str_eq(e2e_cond_reason(&E, "v17", "Verified"), "ComparePassed", "%s", d);
   e2e_assert_same(&E);
   free(d);
 }

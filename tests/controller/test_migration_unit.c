@@ -282,6 +282,45 @@ Test(migration_unit, worker_arguments_per_version)
   cr_assert_str_eq(args_of(clone, NULL, 1, false), args_of(clone, "0.10-1", 1, false));
 }
 
+/* The worker prologue's appname() (MIG_WORKER_APPNAME_SH) run by /bin/sh as the Pod runs it,
+ * the connection string in the environment as the Secret puts it there. */
+static char *appname_sh(const char *uri)
+{
+  setenv("GODWIT_FN", MIG_WORKER_APPNAME_SH, 1);
+  setenv("GODWIT_URI", uri, 1);
+  FILE *p = popen("PGAPPNAME=godwit-0a1b2c3d /bin/sh -c 'eval \"$GODWIT_FN\"; appname "
+                  "\"$GODWIT_URI\"' 2>&1", "r");
+  cr_assert_not_null(p);
+  char out[1024] = "";
+  size_t n = fread(out, 1, sizeof(out) - 1, p);
+  out[n] = '\0';
+  cr_assert_eq(pclose(p), 0, "appname failed: %s", out);
+  unsetenv("GODWIT_FN");
+  unsetenv("GODWIT_URI");
+  return strdup(out);
+}
+
+/* application_name=$PGAPPNAME added to a connection string in each form a Secret may hold
+ * (pgcopydb 0.15+ overwrite PGAPPNAME; a parameter of the string wins). */
+Test(migration_unit, the_worker_names_its_sessions_in_the_connection_strings)
+{
+  static const char *const cases[][2] = {
+    { "postgres://u:p@db:5432/shop", "postgres://u:p@db:5432/shop?application_name=godwit-0a1b2c3d" },
+    { "postgresql://u:p@db/shop?sslmode=require",
+      "postgresql://u:p@db/shop?sslmode=require&application_name=godwit-0a1b2c3d" },
+    /* kubectl create secret --from-file keeps the file's newline */
+    { "postgres://db/shop\n", "postgres://db/shop?application_name=godwit-0a1b2c3d" },
+    { "host=db dbname=shop user=u", "host=db dbname=shop user=u application_name=godwit-0a1b2c3d" },
+    /* not a connection string: left as it is, for pgcopydb to refuse */
+    { "shop", "shop" },
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *got = appname_sh(cases[i][0]);
+    cr_expect_str_eq(got, cases[i][1], "from %s", cases[i][0]);
+    free(got);
+  }
+}
+
 /* The plugin the preflight chose (status.outputPlugin) reaches the worker wherever the version
  * takes --plugin; a Migration validated before the preflight chose keeps wal2json, the plugin
  * its slot was made with. */
