@@ -10,6 +10,9 @@
 #include "json.h"
 #include "mig.h"
 
+/* How often the drain nudges a quiet source (drain_nudge). */
+#define DRAIN_NUDGE_MS 1000
+
 static void render_cutover(struct mig *m, int attempt, struct job_spec *s, void *ctx)
 {
   (void)ctx;
@@ -18,6 +21,11 @@ static void render_cutover(struct mig *m, int attempt, struct job_spec *s, void 
   mig_arg(a, MIG_WORK_DIR);
   mig_arg(a, "--slot-name");
   mig_arg(a, m->slot);
+  const char *plugin = json_get_str(m->obj, "status.outputPlugin");
+  if(plugin && *plugin) {
+    mig_arg(a, "--plugin");
+    mig_arg(a, plugin);
+  }
   s->source = s->target = s->workdir = true;
 }
 
@@ -74,12 +82,38 @@ enum step_outcome mig_step_cutover(struct mig *m)
   return o == STEP_FAILED ? STEP_FAILED : STEP_WAIT;
 }
 
+/* The drain's nudge, pgcopydb 0.15 and later: their receiver reads the end position from the
+ * catalog at its next feedback (every 10 s) and stops on a server keepalive past it, but a quiet
+ * source sends none once the client has confirmed all it was sent, until wal_sender_timeout / 2
+ * (30 s by default): a drain waited up to a minute after the apply reached the end. Any WAL
+ * record after it makes the walsender send a keepalive at once; an empty transaction with an
+ * xid (txid_current()) is the smallest, and decodes to no change with either plugin (0.17's
+ * test_decoding parser stops on a logical message). One per pass while the worker drains, on
+ * the pooled source session; no answer is fine (the keepalive comes later). 0.10 applies from
+ * closed WAL segments instead, which the cutover Job's pg_switch_wal() takes care of. */
+static void drain_nudge(struct mig *m)
+{
+  char err[512];
+  struct mig_pg pg;
+  if(!mig_pg_open(m, true, &pg, err, sizeof(err)))
+    return;
+  PGresult *r = PQexec(pg.c, "SELECT pg_catalog.txid_current()");
+  bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+  PQclear(r);
+  mig_pg_close(m, &pg, ok);
+}
+
 /* The worker drains to the end position and exits 0. */
 enum step_outcome mig_step_drain(struct mig *m)
 {
   if(m->ws == W_SUCCEEDED)
     return STEP_PASSED;
-  edit_requeue(&m->ed, m->o->poll_interval_ms);
+  long every = m->o->poll_interval_ms;
+  if(m->ws == W_RUNNING && mig_version_at_least(&m->version, 0, 15)) {
+    drain_nudge(m);
+    every = every < DRAIN_NUDGE_MS ? every : DRAIN_NUDGE_MS;
+  }
+  edit_requeue(&m->ed, every);
   return STEP_WAIT;
 }
 

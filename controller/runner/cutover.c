@@ -12,10 +12,12 @@
  *    flush-based end position cut the last transaction off in test_runner_steps_live.c (the
  *    verify step caught it). Decoding reaches the insert position as soon as the WAL writer
  *    flushes it.
- *  - pgcopydb 0.15 and later keep the sentinel in the work dir's SQLite catalog (or behind the
- *    0.18 follow coordinator): the runner runs `pgcopydb stream sentinel set endpos --current
- *    --dir DIR` with the source URI in PGCOPYDB_SOURCE_PGURI (never in an argument). Not
- *    exercised on this machine (Debian ships 0.10).
+ *  - pgcopydb 0.15 to 0.17 keep the sentinel in the work dir's SQLite catalog
+ *    (DIR/schema/source.db, table sentinel): the runner writes the end position there itself,
+ *    in one SQLite transaction that reads the row first (workdir.h, wd_sentinel_endpos), as
+ *    `pgcopydb stream sentinel set endpos` does, with the source's insert position. Not by
+ *    running that command: the runner image's pgcopydb need not be the worker's (Debian 12's
+ *    0.10 cannot read a 0.17 work dir). 0.18's follow coordinator is not handled.
  * The end position is chosen once: when the sentinel already holds one (a retried cutover Job),
  * it is kept and reported (alreadySet), so a retry never moves the end of the stream.
  *
@@ -26,31 +28,30 @@
  *    77"), which stalls follow for good (seen in test_runner_steps_live.c). Without EXECUTE on
  *    pg_switch_wal() the step warns and goes on: 0.10's receiver also stops on its own once the
  *    server's WAL end passes the end position, and a busy source switches segments anyway.
- *  - 0.15+: pg_logical_emit_message(false, 'godwit', ...) puts a change after the end position
- *    in the stream (the notes' advice for an idle source).
+ *  - 0.15+ with wal2json: pg_logical_emit_message(false, 'godwit', ...) puts a change after
+ *    the end position in the stream (the notes' advice for an idle source; 0.17 skips the
+ *    message). Not with test_decoding (or an unknown plugin): 0.17's test_decoding parser
+ *    refuses a message line ("Failed to parse test_decoding message"), its receiver reconnects
+ *    before the transactions it had already applied and the apply process aborts on the
+ *    duplicate (docs/dev/pgcopydb-observed.md). There follow reaches a quiet end position on
+ *    its own (about 9 s measured), so no nudge.
  *
  * Exit: 0 set, 1 failed for good (no sentinel, no right to update it), 2 transient.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "step.h"
+#include "workdir.h"
 
 static const struct cfg_opt cutover_opts[] = {
   { "dir", "PGCOPYDB_DIR", CFG_STR, NULL, 0, 0, ST_OFF(dir), "pgcopydb's work dir (the PVC)" },
   { "slot-name", NULL, CFG_STR, NULL, 0, 0, ST_OFF(slot_name),
     "the replication slot of the follow (reported; must exist)" },
-  { "pgcopydb", NULL, CFG_STR, "pgcopydb", 0, 0, ST_OFF(pgcopydb),
-    "the pgcopydb binary (0.15+ work dirs)" },
+  { "plugin", NULL, CFG_STR, NULL, 0, 0, ST_OFF(plugin),
+    "the follow's output plugin (0.15+: a logical message nudges wal2json only)" },
   { "statement-timeout", NULL, CFG_INT, "60", 0, 86400, ST_OFF(statement_timeout),
     "seconds per statement (0: none)" },
   ST_COMMON_OPTS,
@@ -60,7 +61,7 @@ static const struct cfg_opt cutover_opts[] = {
 struct cutover_out {
   char end_lsn[32];
   bool set, already;
-  const char *method; /* "sentinel-table", "pgcopydb" */
+  const char *method; /* "sentinel-table", "catalog" */
   int apply;          /* -1 unknown */
   bool slot_known, slot_exists, slot_active;
   char slot_flush[32];
@@ -159,131 +160,28 @@ static int set_in_table(struct st_ctx *c, struct cutover_out *o)
   return 0;
 }
 
-/* ----- 0.15+: pgcopydb itself ---------------------------------------------------------------- */
+/* ----- 0.15+: the sentinel row of the work dir's SQLite catalog ------------------------------ */
 
-/* Runs pgcopydb with args and the source URI in its environment; out gets stdout and stderr
- * (NUL-terminated, cut at len). Returns the exit status, or -1. */
-static int run_pgcopydb(struct st_ctx *c, const char *const *args, char *out, size_t len)
+static int set_in_catalog(struct st_ctx *c, struct cutover_out *o)
 {
-  int fds[2];
-  out[0] = '\0';
-  if(pipe(fds))
-    return -1;
-  pid_t pid = fork();
-  if(pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
+  o->method = "catalog";
+  struct pgc_err e;
+  char now[32];
+  if(pgc_value(c->src_c, &e, now, sizeof(now), "SELECT pg_catalog.pg_current_wal_insert_lsn()::text",
+               0, NULL)) {
+    st_query_failed(c, "cutover.endpos", "read the source's WAL position", &e);
     return -1;
   }
-  if(pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    setenv("PGCOPYDB_SOURCE_PGURI", getenv("GODWIT_SOURCE_URI"), 1);
-    const char *argv[16] = { c->o.pgcopydb };
-    int n = 1;
-    for(const char *const *a = args; *a && n < 15; a++)
-      argv[n++] = *a;
-    argv[n] = NULL;
-    execvp(argv[0], (char *const *)argv);
-    fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  close(fds[1]);
-  size_t used = 0;
-  time_t deadline = time(NULL) + (c->o.statement_timeout > 0 ? c->o.statement_timeout : 120);
-  for(;;) {
-    struct pollfd p = { fds[0], POLLIN, 0 };
-    int r = poll(&p, 1, 1000);
-    if(r > 0) {
-      char tmp[1024];
-      ssize_t n = read(fds[0], tmp, sizeof(tmp));
-      if(n <= 0)
-        break;
-      size_t take = (size_t)n < len - 1 - used ? (size_t)n : len - 1 - used;
-      memcpy(out + used, tmp, take);
-      used += take;
-      out[used] = '\0';
-    } else if(r < 0 && errno != EINTR) {
-      break;
-    }
-    if(time(NULL) > deadline) {
-      kill(pid, SIGKILL);
-      break;
-    }
-  }
-  close(fds[0]);
-  int st;
-  while(waitpid(pid, &st, 0) < 0)
-    if(errno != EINTR)
-      return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The last LSN-looking token of the line that starts with key (or of any line when key is
- * NULL). */
-static bool find_lsn(const char *text, const char *key, char *lsn, size_t len)
-{
-  bool found = false;
-  for(const char *line = text; line && *line;) {
-    const char *eol = strchr(line, '\n');
-    size_t n = eol ? (size_t)(eol - line) : strlen(line);
-    if(!key || (n > strlen(key) && !strncmp(line, key, strlen(key)))) {
-      char buf[256];
-      st_fmt(buf, sizeof(buf), "%.*s", (int)(n < 255 ? n : 255), line);
-      for(char *tok = strtok(buf, " \t\r\""); tok; tok = strtok(NULL, " \t\r\"")) {
-        uint64_t v;
-        if(!st_lsn_parse(tok, &v)) {
-          st_fmt(lsn, len, "%s", tok);
-          found = true;
-        }
-      }
-    }
-    line = eol ? eol + 1 : NULL;
-  }
-  return found;
-}
-
-static const char *last_line(char *text)
-{
-  size_t n = strlen(text);
-  while(n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
-    text[--n] = '\0';
-  const char *nl = strrchr(text, '\n');
-  return nl ? nl + 1 : text;
-}
-
-static int set_with_pgcopydb(struct st_ctx *c, struct cutover_out *o)
-{
-  o->method = "pgcopydb";
-  char out[8192];
-  const char *get[] = { "stream", "sentinel", "get", "--dir", c->o.dir, NULL };
-  int st = run_pgcopydb(c, get, out, sizeof(out));
-  char cur[32];
-  uint64_t lsn;
-  if(st == 0 && find_lsn(out, "endpos", cur, sizeof(cur)) && !st_lsn_parse(cur, &lsn) &&
-     lsn != 0) {
-    o->already = true;
-    o->set = true;
-    st_fmt(o->end_lsn, sizeof(o->end_lsn), "%s", cur);
-    return 0;
-  }
-  const char *set[] = { "stream", "sentinel", "set", "endpos", "--current", "--dir", c->o.dir,
-                        NULL };
-  st = run_pgcopydb(c, set, out, sizeof(out));
-  if(st != 0) {
-    st_fail(c, true, "cutover.endpos",
-            "`%s stream sentinel set endpos --current` exited %d: %s", c->o.pgcopydb, st,
-            last_line(out));
+  struct wd_sentinel w;
+  int r = wd_sentinel_endpos(c->o.dir, now, &w);
+  if(r) {
+    /* a catalog that cannot be loaded stays so; a busy or unready one may not */
+    st_fail(c, r != -2, "cutover.endpos", "%s", w.why);
     return -1;
   }
-  if(!find_lsn(out, NULL, o->end_lsn, sizeof(o->end_lsn))) {
-    st_fail(c, true, "cutover.endpos",
-            "`%s stream sentinel set endpos --current` printed no LSN: %s", c->o.pgcopydb,
-            last_line(out));
-    return -1;
-  }
+  o->apply = w.apply;
+  o->already = w.already;
+  st_fmt(o->end_lsn, sizeof(o->end_lsn), "%s", w.endpos);
   o->set = true;
   return 0;
 }
@@ -322,7 +220,13 @@ static void nudge(struct st_ctx *c, struct cutover_out *o)
   struct pgc_err e;
   char lsn[32];
   if(strcmp(o->method, "sentinel-table")) {
-    /* 0.15+: a logical message after the end position moves a quiet stream. */
+    if(!c->o.plugin || strcmp(c->o.plugin, "wal2json")) {
+      st_pass(c, "cutover.nudge", "no nudge with the %s plugin: pgcopydb 0.15+ cannot parse a "
+              "logical message in its output; follow reaches the end position on its own",
+              c->o.plugin ? c->o.plugin : "(unknown)");
+      return;
+    }
+    /* 0.15+ with wal2json: a logical message after the end position moves a quiet stream. */
     char msg[96];
     snprintf(msg, sizeof(msg), "cutover at %s", o->end_lsn);
     const char *p[] = { msg };
@@ -391,7 +295,7 @@ int cutover_main(int argc, char **argv)
   if(has[0] == 't')
     rc = set_in_table(&c, &o);
   else if(!stat(db, &sst))
-    rc = set_with_pgcopydb(&c, &o);
+    rc = set_in_catalog(&c, &o);
   else {
     st_fail(&c, false, "cutover.endpos",
             "no pgcopydb sentinel: neither pgcopydb.sentinel in the source database (pgcopydb "

@@ -36,7 +36,7 @@ enum st_side { ST_SOURCE, ST_TARGET };
 /* Every flag of every step; each step's cfg table names the ones it takes. */
 struct st_opts {
   const char *report, *log_level, *dir, *slot_name, *origin, *end_lsn, *owner, *publication;
-  const char *pgcopydb;
+  const char *plugin;
   int schema, data;
   long connect_timeout, attempts, retry_delay_ms, statement_timeout, lock_timeout, wait;
 };

@@ -247,6 +247,8 @@ static int load_markers(struct wd_catalog *w, const char *dir, const char *path)
 #define SQLITE_ROW 100
 #define SQLITE_DONE 101
 #define SQLITE_OPEN_READONLY 0x00000001
+#define SQLITE_OPEN_READWRITE 0x00000002
+#define SQLITE_TRANSIENT ((void (*)(void *))-1)
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
@@ -262,6 +264,9 @@ struct sqlite_api {
   long long (*column_int64)(sqlite3_stmt *, int);
   const char *(*errmsg)(sqlite3 *);
   int (*busy_timeout)(sqlite3 *, int);
+  int (*exec)(sqlite3 *, const char *, void *, void *, char **);
+  int (*bind_text)(sqlite3_stmt *, int, const char *, int, void (*)(void *));
+  int (*changes)(sqlite3 *);
 };
 
 static int sqlite_load(struct sqlite_api *a, char *why, size_t whylen)
@@ -290,6 +295,9 @@ static int sqlite_load(struct sqlite_api *a, char *why, size_t whylen)
     { (void **)&a->column_int64, "sqlite3_column_int64" },
     { (void **)&a->errmsg, "sqlite3_errmsg" },
     { (void **)&a->busy_timeout, "sqlite3_busy_timeout" },
+    { (void **)&a->exec, "sqlite3_exec" },
+    { (void **)&a->bind_text, "sqlite3_bind_text" },
+    { (void **)&a->changes, "sqlite3_changes" },
   };
   for(size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
     *syms[i].fn = dlsym(a->h, syms[i].name);
@@ -412,4 +420,90 @@ int wd_load(struct wd_catalog *w, const char *dir)
            "(0.10-0.14)",
            dir);
   return 0;
+}
+
+/* ----- 0.15 and later: the sentinel row, read and set ------------------------------------ */
+
+static bool lsn_unset(const char *s)
+{
+  return !*s || !strcmp(s, "0/0");
+}
+
+int wd_sentinel_endpos(const char *dir, const char *set, struct wd_sentinel *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->apply = -1;
+  char path[4096];
+  fmt(path, sizeof(path), "%s/schema/source.db", dir);
+  struct sqlite_api a;
+  if(sqlite_load(&a, out->why, sizeof(out->why)))
+    return -2;
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = -1;
+  bool open_tx = false;
+  if(a.open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    fmt(out->why, sizeof(out->why), "cannot open %s: %s", path, db ? a.errmsg(db) : "out of "
+        "memory");
+    goto out;
+  }
+  /* pgcopydb's processes write the catalog too (WAL journal): wait for them */
+  a.busy_timeout(db, 10000);
+  /* no writer between the read and the write: the end position is chosen once */
+  if(a.exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    fmt(out->why, sizeof(out->why), "cannot lock %s: %s", path, a.errmsg(db));
+    goto out;
+  }
+  open_tx = true;
+  if(a.prepare_v2(db, "SELECT coalesce(endpos, ''), coalesce(apply, -1) FROM sentinel WHERE id "
+                      "= 1", -1, &st, NULL) != SQLITE_OK) {
+    fmt(out->why, sizeof(out->why), "cannot read the sentinel in %s: %s", path, a.errmsg(db));
+    goto out;
+  }
+  if(a.step(st) != SQLITE_ROW) {
+    fmt(out->why, sizeof(out->why), "%s holds no sentinel row: follow has not initialised it",
+        path);
+    goto out;
+  }
+  fmt(out->endpos, sizeof(out->endpos), "%s", col(&a, st, 0));
+  const char *ap = col(&a, st, 1);
+  out->apply = !strcmp(ap, "-1") ? -1 : truthy(ap);
+  a.finalize(st);
+  st = NULL;
+  if(!lsn_unset(out->endpos)) {
+    out->already = true;
+    rc = 0;
+    goto out;
+  }
+  out->endpos[0] = '\0';
+  if(!set) {
+    rc = 0;
+    goto out;
+  }
+  if(a.prepare_v2(db, "UPDATE sentinel SET endpos = ? WHERE id = 1", -1, &st, NULL) != SQLITE_OK ||
+     a.bind_text(st, 1, set, -1, SQLITE_TRANSIENT) != SQLITE_OK || a.step(st) != SQLITE_DONE ||
+     a.changes(db) != 1) {
+    fmt(out->why, sizeof(out->why), "cannot set the end position in %s: %s", path,
+        a.errmsg(db));
+    goto out;
+  }
+  a.finalize(st);
+  st = NULL;
+  if(a.exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    fmt(out->why, sizeof(out->why), "cannot commit the end position in %s: %s", path,
+        a.errmsg(db));
+    goto out;
+  }
+  open_tx = false;
+  fmt(out->endpos, sizeof(out->endpos), "%s", set);
+  rc = 0;
+out:
+  if(st)
+    a.finalize(st);
+  if(open_tx)
+    a.exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if(db)
+    a.close(db);
+  dlclose(a.h);
+  return rc;
 }

@@ -15,7 +15,7 @@
  * A table is done when summary holds a finished row for it (every part, for a split table).
  * libsqlite3 is loaded at run time (dlopen "libsqlite3.so.0", or $GODWIT_SQLITE_LIBRARY): an
  * image that runs pgcopydb 0.15+ ships it; without it the catalog is "unreadable", never
- * guessed.
+ * guessed. The catalog is only read, but for the sentinel's end position (below).
  */
 #ifndef GW_RUNNER_WORKDIR_H
 #define GW_RUNNER_WORKDIR_H
@@ -51,5 +51,19 @@ int wd_load(struct wd_catalog *w, const char *dir);
 void wd_release(struct wd_catalog *w);
 /* "markers (pgcopydb 0.10-0.14)", "sqlite (pgcopydb 0.15+)", "none". */
 const char *wd_kind_name(enum wd_kind k);
+
+/* pgcopydb 0.15+ (DIR/schema/source.db): the sentinel row's end position, the one pgcopydb's
+ * `stream sentinel set endpos` writes, read and set here in one SQLite transaction, so that the
+ * runner image needs no pgcopydb of the worker's version. When the row holds no end position
+ * (NULL or 0/0) and set is not NULL, set (an LSN, "X/X") is written. 0 with out->endpos (the
+ * end position now, "" when none) and out->already (it was set before); -1 with out->why, -2
+ * when libsqlite3 cannot be loaded. */
+struct wd_sentinel {
+  char endpos[32];
+  bool already;
+  int apply; /* -1 unknown */
+  char why[512];
+};
+int wd_sentinel_endpos(const char *dir, const char *set, struct wd_sentinel *out);
 
 #endif

@@ -224,3 +224,89 @@ Test(runner_steps_live, cutover_and_verify_during_clone_follow, .timeout = 400)
   sr_rmrf(dir);
   sr_pair_stop(&p);
 }
+
+/* pgcopydb 0.15+ keeps the sentinel in the work dir's SQLite catalog: the cutover step sets the
+ * end position there itself (the runner image's pgcopydb need not read the worker's catalog),
+ * at the source's insert position, once; the nudge is a logical message with wal2json only
+ * (0.17's test_decoding parser stops the stream on one). The catalog here has pgcopydb 0.17's
+ * sentinel table, as its catalog.c creates it. */
+Test(runner_steps_live, cutover_sets_the_end_position_in_a_sqlite_catalog, .timeout = 120)
+{
+  cr_assert_eq(system("command -v sqlite3 >/dev/null 2>&1"), 0,
+               "no sqlite3 command to build the catalog with (make deps installs it)");
+  struct srpair p;
+  sr_pair_start(&p, true);
+  char dir[64], cmd[1024];
+  sr_tmpdir(dir, sizeof(dir));
+  /* no sentinel row yet: follow has not initialised it; said, and retried (transient) */
+  snprintf(cmd, sizeof(cmd),
+           "mkdir -p %s/schema && sqlite3 %s/schema/source.db \"PRAGMA journal_mode = WAL; "
+           "create table sentinel(id integer primary key check (id = 1), startpos pg_lsn, "
+           "endpos pg_lsn, apply bool, write_lsn pg_lsn, flush_lsn pg_lsn, replay_lsn pg_lsn);\""
+           " >/dev/null",
+           dir, dir);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+  struct srun r;
+  sr_run(&r, p.src_uri, NULL, NULL,
+         (const char *[]){ "cutover", "--dir", dir, "--slot-name", "godwit_live", "--plugin",
+                           "test_decoding", NULL });
+  cr_expect_eq(r.code, 2, "%s", r.out);
+  cr_expect_str_eq(sr_str(&r, "result"), "Transient");
+  cr_expect_not_null(strstr(r.out, "holds no sentinel row"), "%s", r.out);
+  sr_free(&r);
+
+  snprintf(cmd, sizeof(cmd),
+           "sqlite3 %s/schema/source.db \"insert into sentinel(id, startpos, endpos, apply) "
+           "values (1, '0/1000', '0/0', 1)\"",
+           dir);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+  char *before = sr_q(&p.src, "shop", "SELECT pg_current_wal_insert_lsn()::text");
+  sr_run(&r, p.src_uri, NULL, NULL,
+         (const char *[]){ "cutover", "--dir", dir, "--slot-name", "godwit_live", "--plugin",
+                           "test_decoding", NULL });
+  cr_expect_eq(r.code, 0, "%s", r.out);
+  cr_expect_str_eq(sr_str(&r, "sentinel"), "catalog");
+  cr_expect_not(sr_bool(&r, "alreadySet"));
+  cr_expect(sr_bool(&r, "applyEnabled"));
+  cr_expect_not(sr_bool(&r, "nudge.message"), "no logical message into test_decoding");
+  char end[32];
+  snprintf(end, sizeof(end), "%s", sr_str(&r, "endLSN"));
+  sr_free(&r);
+  unsigned bh, bl, eh, el;
+  cr_assert(sscanf(before, "%X/%X", &bh, &bl) == 2 && sscanf(end, "%X/%X", &eh, &el) == 2,
+            "LSNs %s and %s", before, end);
+  cr_expect((unsigned long long)eh << 32 | el, "the end position is set");
+  cr_expect(((unsigned long long)eh << 32 | el) >= ((unsigned long long)bh << 32 | bl),
+            "the end position %s is the source's position, at or after %s", end, before);
+  free(before);
+  /* what pgcopydb reads: the row of the catalog */
+  char got[64] = "";
+  snprintf(cmd, sizeof(cmd), "sqlite3 %s/schema/source.db \"select endpos from sentinel\"", dir);
+  FILE *f = popen(cmd, "r");
+  cr_assert_not_null(f);
+  cr_assert_not_null(fgets(got, sizeof(got), f));
+  pclose(f);
+  got[strcspn(got, "\n")] = '\0';
+  cr_expect_str_eq(got, end, "the catalog holds the reported end position");
+
+  /* a retried cutover keeps it; with wal2json the nudge is a logical message */
+  sr_run(&r, p.src_uri, NULL, NULL,
+         (const char *[]){ "cutover", "--dir", dir, "--slot-name", "godwit_live", "--plugin",
+                           "wal2json", NULL });
+  cr_expect_eq(r.code, 0, "%s", r.out);
+  cr_expect(sr_bool(&r, "alreadySet"));
+  cr_expect_str_eq(sr_str(&r, "endLSN"), end);
+  cr_expect(sr_bool(&r, "nudge.message"), "%s", r.report);
+  sr_free(&r);
+
+  /* no libsqlite3 for the runner: failed for good, and said */
+  sr_run(&r, p.src_uri, NULL,
+         (const char *[]){ "GODWIT_SQLITE_LIBRARY=/nonexistent/libsqlite3.so", NULL },
+         (const char *[]){ "cutover", "--dir", dir, "--slot-name", "godwit_live", NULL });
+  cr_expect_eq(r.code, 1, "%s", r.out);
+  cr_expect_str_eq(sr_str(&r, "result"), "Failed");
+  cr_expect_not_null(strstr(r.out, "cannot load"), "%s", r.out);
+  sr_free(&r);
+  sr_rmrf(dir);
+  sr_pair_stop(&p);
+}
