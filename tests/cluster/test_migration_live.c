@@ -29,7 +29,8 @@ TestSuite(migration_live, .fini = stop, .timeout = 300);
 
 #define ORDERS 20000L
 
-#define LIVE_YAML E2E_MIGRATION_HEAD \
+#define LIVE_YAML E2E_MIGRATION_HEAD LIVE_SPEC
+#define LIVE_SPEC \
   "  follow:\n" \
   "    maxCatchupLag: 8Mi\n" \
   "  cutover:\n" \
@@ -44,6 +45,8 @@ struct writer {
   struct pgfx *pg;
   pthread_t t;
   volatile int stop;
+  bool early;      /* writing from the apply on, as fast as it can until the slot exists */
+  long early_txns; /* transactions committed before the slot existed */
   long txns, inserted, updated;
   char last_lsn[32]; /* the source's insert position after the last commit */
   char err[512];
@@ -87,11 +90,17 @@ static void *writer_main(void *arg)
     w->txns++;
     w->inserted += 3;
     w->updated += i > 0 ? 3 : 2;
-    r = PQexec(c, "SELECT pg_current_wal_insert_lsn()::text");
-    if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+    r = PQexec(c, "SELECT pg_current_wal_insert_lsn()::text, (SELECT count(*) FROM "
+                  "pg_replication_slots)");
+    bool slot = true;
+    if(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
       snprintf(w->last_lsn, sizeof(w->last_lsn), "%s", PQgetvalue(r, 0, 0));
+      slot = atoi(PQgetvalue(r, 0, 1)) > 0;
+    }
     PQclear(r);
-    e2e_sleep_ms(150);
+    if(w->early && !slot)
+      w->early_txns++;
+    e2e_sleep_ms(w->early && !slot ? 2 : 150);
   }
   PQfinish(c);
   return NULL;
@@ -120,6 +129,16 @@ static void writer_start(struct writer *w)
   wait_slot();
   memset(w, 0, sizeof(*w));
   w->pg = &E.src;
+  cr_assert(!pthread_create(&w->t, NULL, writer_main, w));
+}
+
+/* Writes from now on, before pgcopydb's snapshot and slot exist and while they are made, a
+ * transaction every few milliseconds until the slot exists (the window 0.10 loses). */
+static void writer_start_early(struct writer *w)
+{
+  memset(w, 0, sizeof(*w));
+  w->pg = &E.src;
+  w->early = true;
   cr_assert(!pthread_create(&w->t, NULL, writer_main, w));
 }
 
@@ -213,6 +232,9 @@ static void approve(const char *name)
   free(out);
 }
 
+/* The pgcopydb version the worker image runs (status.pgcopydbVersion). */
+static const char *version = "0.10-1";
+
 static long long src_count(const char *table)
 {
   return e2e_count(&E.src, "shop", table);
@@ -278,7 +300,7 @@ static void assert_completed_live(const char *name, struct e2e_phases *ph, const
             "the application's last write (%s) is before the cutover LSN %s", w->last_lsn, lsn);
   cr_assert_eq(json_get(m, "status.attempts")->valuedouble, 1,
                "one worker attempt: no kill spent the budget\n%s", d);
-  cr_assert_str_eq(json_get_str(m, "status.pgcopydbVersion"), "0.10-1");
+  cr_assert_str_eq(json_get_str(m, "status.pgcopydbVersion"), version);
   cr_assert_not_null(json_get_str(m, "status.completionTime"));
   cr_assert_str_eq(json_get_str(m, "spec.cutover.approvedBy"), "admin");
   const cJSON *fin;
@@ -313,11 +335,14 @@ static void assert_completed_live(const char *name, struct e2e_phases *ph, const
     cJSON_Delete(o);
   }
 
-  /* the Jobs: one of each, named <name>-<step>-<attempt> */
+  /* the Jobs: one of each, named <name>-<step>-<attempt>; a worker image of its own is asked
+   * its pgcopydb version by a probe Job */
   char *jobs = e2e_jobs(&E, name);
-  char want[512];
-  snprintf(want, sizeof(want), "%s-cleanup-1\n%s-cutover-1\n%s-preflight-1\n%s-verify-1\n"
-           "%s-worker-1\n", name, name, name, name, name);
+  char want[512], probe[128] = "";
+  if(strcmp(version, "0.10-1"))
+    snprintf(probe, sizeof(probe), "%s-probe-1\n", name);
+  snprintf(want, sizeof(want), "%s-cleanup-1\n%s-cutover-1\n%s-preflight-1\n%s%s-verify-1\n"
+           "%s-worker-1\n", name, name, name, probe, name, name);
   cr_assert_str_eq(jobs, want, "%s", d);
   free(jobs);
 
@@ -393,16 +418,22 @@ static void wait_pending(const char *name, struct e2e_phases *ph)
   free(d);
 }
 
-Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_losing_a_row)
+/* The Manual live run, writes all along: early writes start with the apply (before the snapshot
+ * and the slot exist), the others once the slot exists. */
+static void manual_run(const char *yaml, bool early)
 {
   long long t0 = e2e_mono_ms();
   setup();
   struct e2e_phases ph;
   e2e_phases_start(&ph, &E, "shop");
   struct writer w;
-  e2e_apply(&E, LIVE_YAML, "shop");
-  writer_start(&w);
+  if(early)
+    writer_start_early(&w);
+  e2e_apply(&E, yaml, "shop");
+  if(!early)
+    writer_start(&w);
   wait_pending("shop", &ph);
+  long long t_pending = e2e_mono_ms();
   /* Manual: it waits for the approval, streaming meanwhile */
   e2e_sleep_ms(1500);
   cr_assert_str_eq(e2e_phase(&E, "shop"), "CutoverPending");
@@ -412,19 +443,25 @@ Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_los
    * approve); a write after the end position could not be on the target */
   writer_stop(&w);
   approve("shop");
-  cr_log_info("the application wrote %ld transactions (%ld inserts, %ld updates) before the "
-              "cutover", w.txns, w.inserted, w.updated);
+  cr_log_info("the application wrote %ld transactions (%ld inserts, %ld updates, %ld before "
+              "the slot existed) before the cutover", w.txns, w.inserted, w.updated,
+              w.early_txns);
   cr_assert_gt(w.txns, 5, "the application wrote during the run");
+  if(early)
+    cr_assert_gt(w.early_txns, 20, "the application wrote before the slot existed");
   cJSON *m = e2e_get(&E, "shop");
   cr_assert_str_eq(json_get_str(m, "spec.cutover.approvedBy"), "admin",
                    "the webhook stamps the approver");
   cJSON_Delete(m);
+  long long t_approved = e2e_mono_ms();
   bool done = e2e_wait_complete(&E, "shop", 150000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   free(d);
+  cr_log_info("CutoverPending after %lld ms, Completed %lld ms after the approval",
+              t_pending - t0, e2e_mono_ms() - t_approved);
   assert_completed_live("shop", &ph, &w, false);
   /* the reasons of the way there, each seen as it was written (seed 000) */
   static const char *const way[][2] = {
@@ -435,7 +472,25 @@ Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_los
   for(size_t i = 0; i < sizeof(way) / sizeof(way[0]); i++)
     cr_assert(e2e_phases_saw_reason(&ph, way[i][0], way[i][1]), "%s/%s never seen: %s",
               way[i][0], way[i][1], e2e_phases_reasons(&ph));
-  cr_log_info("live migration: %lld ms; phases %s", e2e_mono_ms() - t0, e2e_phases_list(&ph));
+  cr_log_info("live migration (pgcopydb %s): %lld ms; phases %s", version, e2e_mono_ms() - t0,
+              e2e_phases_list(&ph));
+}
+
+Test(migration_live, follows_writes_waits_for_approval_and_cuts_over_without_losing_a_row)
+{
+  manual_run(LIVE_YAML, false);
+}
+
+/* The same on pgcopydb 0.17 (Debian 13's: tests/pgcopydb/install.sh), with the application
+ * writing from the apply on, a transaction every few milliseconds while pgcopydb exports its
+ * snapshot and creates its slot. 0.10 does the two on separate connections and loses a commit
+ * that falls between them (docs/dev/pgcopydb-observed.md: DrainIncomplete); 0.17 creates the
+ * slot with the snapshot it exports, so every row is on the target and the drain proof holds. */
+Test(migration_live, on_pgcopydb_0_17_writes_from_before_the_slot_are_all_on_the_target)
+{
+  setenv("GODWIT_IMAGE_PATHS", "ghcr.io/godwit-dev/pgcopydb:0.17=" PGCOPYDB_017_BIN, 1);
+  version = "0.17-1";
+  manual_run(E2E_MIGRATION_HEAD "    image: ghcr.io/godwit-dev/pgcopydb:0.17\n" LIVE_SPEC, true);
 }
 
 /* SIGKILL the controller, then start it again a moment later. */
