@@ -467,12 +467,108 @@ static gw_rc canon(struct strbuf *sb, const cJSON *v)
       rc = strbuf_addc(sb, ']');
     return rc;
   }
-  char *s = cJSON_PrintUnformatted(v);
-  if(!s)
-    return GW_ENOMEM;
-  rc = strbuf_adds(sb, s);
-  cJSON_free(s);
-  return rc;
+  return json_print_sb(sb, v);
+}
+
+/* ---- printing as cJSON prints (cJSON 1.7's print_number and print_string_ptr) ---- */
+
+static gw_rc print_string(struct strbuf *sb, const char *s)
+{
+  gw_rc rc = strbuf_addc(sb, '"');
+  const unsigned char *run = (const unsigned char *)s, *p = run;
+  for(; !rc && *p; p++) {
+    if(*p >= 0x20 && *p != '"' && *p != '\\')
+      continue;
+    rc = strbuf_add(sb, run, (size_t)(p - run));
+    char esc[8];
+    size_t n = 2;
+    esc[0] = '\\';
+    switch(*p) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    default: {
+      static const char hex[] = "0123456789abcdef";
+      esc[1] = 'u';
+      esc[2] = '0';
+      esc[3] = '0';
+      esc[4] = hex[*p >> 4];
+      esc[5] = hex[*p & 15];
+      n = 6;
+    }
+    }
+    if(!rc)
+      rc = strbuf_add(sb, esc, n);
+    run = p + 1;
+  }
+  if(!rc)
+    rc = strbuf_add(sb, run, (size_t)(p - run));
+  return rc ? rc : strbuf_addc(sb, '"');
+}
+
+static gw_rc print_number(struct strbuf *sb, const cJSON *v)
+{
+  double d = v->valuedouble;
+  char buf[32];
+  size_t n;
+  if(isnan(d) || isinf(d))
+    return strbuf_add(sb, "null", 4);
+  if(d == floor(d) && fabs(d) < 1e15) {
+    /* an integer below 10^15: what "%1.15g" prints (all its digits, "-0" for negative zero),
+     * digits by hand */
+    bool neg = signbit(d);
+    unsigned long long u = (unsigned long long)fabs(d);
+    char *e = buf + sizeof(buf), *q = e;
+    do
+      *--q = (char)('0' + u % 10);
+    while(u /= 10);
+    if(neg)
+      *--q = '-';
+    return strbuf_add(sb, q, (size_t)(e - q));
+  }
+  n = (size_t)snprintf(buf, sizeof(buf), "%1.15g", d);
+  char *end = NULL;
+  double back = strtod(buf, &end);
+  double big = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+  if(end == buf || !(fabs(back - d) <= big * DBL_EPSILON))
+    n = (size_t)snprintf(buf, sizeof(buf), "%1.17g", d);
+  return strbuf_add(sb, buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
+}
+
+gw_rc json_print_sb(struct strbuf *sb, const cJSON *v)
+{
+  if(!v)
+    return GW_EINVAL;
+  switch(v->type & 0xFF) {
+  case cJSON_NULL: return strbuf_add(sb, "null", 4);
+  case cJSON_False: return strbuf_add(sb, "false", 5);
+  case cJSON_True: return strbuf_add(sb, "true", 4);
+  case cJSON_Number: return print_number(sb, v);
+  case cJSON_String: return v->valuestring ? print_string(sb, v->valuestring) : GW_EINVAL;
+  case cJSON_Raw: return v->valuestring ? strbuf_adds(sb, v->valuestring) : GW_EINVAL;
+  case cJSON_Array:
+  case cJSON_Object: {
+    bool obj = (v->type & 0xFF) == cJSON_Object;
+    gw_rc rc = strbuf_addc(sb, obj ? '{' : '[');
+    for(const cJSON *c = v->child; c && !rc; c = c->next) {
+      if(c != v->child)
+        rc = strbuf_addc(sb, ',');
+      if(!rc && obj) {
+        rc = c->string ? print_string(sb, c->string) : GW_EINVAL;
+        if(!rc)
+          rc = strbuf_addc(sb, ':');
+      }
+      if(!rc)
+        rc = json_print_sb(sb, c);
+    }
+    return rc ? rc : strbuf_addc(sb, obj ? '}' : ']');
+  }
+  default: return GW_EINVAL;
+  }
 }
 
 char *json_print_canonical(const cJSON *v)

@@ -79,4 +79,11 @@ char *json_preview(const cJSON *v, size_t max);
  * for digests. The result must be released with cJSON_free(). */
 char *json_print_canonical(const cJSON *v);
 
+struct strbuf;
+/* Appends v printed as cJSON_PrintUnformatted() prints it, byte for byte (the same escapes, the
+ * same numbers), in one growing buffer: no intermediate copies, no format parsing for integers
+ * and plain strings. For answers that may be large (a ConversionReview of many objects).
+ * GW_EINVAL for an item cJSON would not print (an invalid type, a Raw without text). */
+gw_rc json_print_sb(struct strbuf *sb, const cJSON *v) GW_MUST_CHECK;
+
 #endif

@@ -57,9 +57,14 @@ static gw_rc grow(struct strbuf *sb, size_t extra)
   return GW_OK;
 }
 
+gw_rc strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+  return grow(sb, extra);
+}
+
 gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len)
 {
-  gw_rc rc = grow(sb, len);
+  gw_rc rc = sb->len + len < sb->alloc && !sb->err ? GW_OK : grow(sb, len);
   if(rc)
     return rc;
   if(len)
@@ -76,6 +81,11 @@ gw_rc strbuf_adds(struct strbuf *sb, const char *s)
 
 gw_rc strbuf_addc(struct strbuf *sb, char c)
 {
+  if(sb->len + 1 < sb->alloc && !sb->err) { /* room already: the common case of a printer */
+    sb->buf[sb->len++] = c;
+    sb->buf[sb->len] = '\0';
+    return GW_OK;
+  }
   return strbuf_add(sb, &c, 1);
 }
 

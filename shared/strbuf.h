@@ -28,6 +28,8 @@ struct strbuf {
 void strbuf_init(struct strbuf *sb, size_t max);
 void strbuf_release(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
+/* Makes room for extra more bytes now (a printer that knows about how much it will write). */
+gw_rc strbuf_reserve(struct strbuf *sb, size_t extra) GW_MUST_CHECK;
 gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len) GW_MUST_CHECK;
 gw_rc strbuf_adds(struct strbuf *sb, const char *s) GW_MUST_CHECK;
 gw_rc strbuf_addc(struct strbuf *sb, char c) GW_MUST_CHECK;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "review.h"
 #include "policystore.h"
 #include "routes.h"
 #include "server.h"
@@ -156,6 +157,7 @@ int main(int argc, char **argv)
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  review_tune_malloc();
   tls_store_init(c.tls_cert, c.tls_key);
   policy_store_init(c.policy);
   reload_all(true);

@@ -1,5 +1,6 @@
 #include "review.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,11 @@
 #include "policystore.h"
 #include "response.h"
 #include "runnerpod.h"
+#include "strbuf.h"
 
 #define ARENA_LIMIT (64u << 20)
+/* the largest answer printed (a ConversionReview of many objects stays far below) */
+#define REPLY_MAX (64u << 20)
 
 static double now_s(void)
 {
@@ -23,25 +27,27 @@ static double now_s(void)
 }
 
 /* Prints v into a malloc'd HTTP body (the server frees it with free()). */
-static void reply_json(struct http_response *resp, const cJSON *v)
+/* hint: about how long the answer will be (a conversion answers about the request's size) */
+static void reply_json(struct http_response *resp, const cJSON *v, size_t hint)
 {
-  char *text = cJSON_PrintUnformatted(v);
-  if(!text) {
+  /* printed once into the buffer that becomes the body */
+  struct strbuf sb;
+  strbuf_init(&sb, REPLY_MAX);
+  if((hint && strbuf_reserve(&sb, hint < REPLY_MAX ? hint : REPLY_MAX)) ||
+     json_print_sb(&sb, v)) {
+    strbuf_release(&sb);
     http_status_response(resp, 500, "InternalError", "out of memory building the response");
     return;
   }
-  size_t n = strlen(text);
-  resp->body = malloc(n + 1);
+  size_t n;
+  resp->body = strbuf_take(&sb, &n);
   if(!resp->body) {
-    cJSON_free(text);
     http_status_response(resp, 500, "InternalError", "out of memory building the response");
     return;
   }
-  memcpy(resp->body, text, n + 1);
   resp->len = n;
   resp->status = 200;
   resp->content_type = "application/json";
-  cJSON_free(text);
 }
 
 static void bad_request(struct http_response *resp, const char *msg)
@@ -221,7 +227,7 @@ static void admission(enum wh_endpoint ep, const struct http_request *req,
   struct adm_subject subj = { uid, group, kind, object_name(rq) };
   cJSON *out = NULL;
   enum wh_verdict v = admit(ep, rq, &subj, op, &out);
-  reply_json(resp, out);
+  reply_json(resp, out, 0);
   double dt = now_s() - t0;
   metrics_request(ep, kind, opname, v, dt);
   if(log_enabled(LOG_DEBUG)) {
@@ -325,7 +331,7 @@ static void conversion(const struct http_request *req, struct http_response *res
     cJSON_AddStringToObject(result, "status", "Success");
     cJSON_AddItemToObject(r, "convertedObjects", cJSON_DetachItemViaPointer(rq, objects));
   }
-  reply_json(resp, out);
+  reply_json(resp, out, req->len + 256);
   metrics_request(EP_CONVERT, kind, "CONVERT", rc ? V_DENIED : V_ALLOWED, now_s() - t0);
   if(rc)
     log_kv(LOG_INFO, "conversion refused", "uid", uid, "reason", err, LOG_END);
@@ -342,4 +348,10 @@ void review_conversion(const struct http_request *req, struct http_response *res
   conversion(req, resp, t0);
   arena_activate(prev);
   arena_release(&a);
+}
+
+void review_tune_malloc(void)
+{
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }

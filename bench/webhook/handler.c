@@ -53,6 +53,7 @@ int main(int argc, char **argv)
     return 2;
   }
   double secs = argc > 3 ? atof(argv[3]) : 2.0;
+  review_tune_malloc(); /* as godwit-webhook's main does */
   size_t len;
   char *body = slurp(argv[2], &len);
   if(!body) {

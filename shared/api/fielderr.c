@@ -102,11 +102,25 @@ void ferrs_map_fields(struct ferrs *e, char *(*fn)(const char *field, const void
   }
 }
 
+/* Called for every field a schema walk visits: copies, no format parsing. */
 char *path_join(char *buf, size_t n, const char *base, const char *name)
 {
-  if(!base || !*base)
-    snprintf(buf, n, "%s", name);
-  else
-    snprintf(buf, n, "%s.%s", base, name);
+  if(!n)
+    return buf;
+  size_t at = 0;
+  if(base && *base) {
+    size_t bl = strlen(base);
+    if(bl > n - 1)
+      bl = n - 1;
+    memcpy(buf, base, bl);
+    at = bl;
+    if(at < n - 1)
+      buf[at++] = '.';
+  }
+  size_t nl = strlen(name);
+  if(nl > n - 1 - at)
+    nl = n - 1 - at;
+  memcpy(buf + at, name, nl);
+  buf[at + nl] = '\0';
   return buf;
 }

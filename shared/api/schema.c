@@ -179,28 +179,31 @@ static void check_string(const struct sch_field *f, const cJSON *v, const char *
                          struct ferrs *e)
 {
   const char *s = v->valuestring;
-  char *got = json_preview(v, 80);
   if(f->max_len && (int)strlen(s) > f->max_len)
     ferrs_add(e, FERR_TOO_LONG, path, "must be at most %d characters, got %zu", f->max_len,
               strlen(s));
   else if(f->enums) {
     bool found = false;
-    for(const char *const *p = f->enums; *p; p++)
-      found |= !strcmp(*p, s);
+    for(const char *const *p = f->enums; *p && !found; p++)
+      found = !strcmp(*p, s);
     if(!found) {
       char list[512] = "";
       size_t off = 0;
       for(const char *const *p = f->enums; *p && off < sizeof(list); p++)
         off += (size_t)snprintf(list + off, sizeof(list) - off, "%s\"%s\"",
                                 p == f->enums ? "" : (p[1] ? ", " : " or "), *p);
+      char *got = json_preview(v, 80);
       ferrs_add(e, FERR_NOT_SUPPORTED, path, "must be %s, got %s", list, got ? got : "?");
+      free(got);
     }
   } else if(f->format) {
     const char *why = f->format->check(s);
-    if(why)
+    if(why) {
+      char *got = json_preview(v, 80);
       ferrs_add(e, FERR_INVALID, path, "%s, got %s", why, got ? got : "?");
+      free(got);
+    }
   }
-  free(got);
 }
 
 static void check_items(const struct sch_field *f, const cJSON *v, const char *path,
@@ -300,13 +303,12 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
   char p[1024];
   for(const struct sch_field *f = fields; f && f->name; f++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
-    path_join(p, sizeof(p), path, f->name);
     if(!v || cJSON_IsNull(v)) {
       if(f->flags & SCH_REQUIRED)
-        ferrs_add(e, FERR_REQUIRED, p, "is required");
+        ferrs_add(e, FERR_REQUIRED, path_join(p, sizeof(p), path, f->name), "is required");
       continue;
     }
-    check_value(f, f->type, v, p, e, w);
+    check_value(f, f->type, v, path_join(p, sizeof(p), path, f->name), e, w);
   }
   if(w && fields) {
     for(const cJSON *c = obj->child; c; c = c->next)
