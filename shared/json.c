@@ -90,9 +90,11 @@ static cJSON *member(const cJSON *obj, const char *name, size_t n)
 {
   if(!cJSON_IsObject(obj))
     return NULL;
-  for(cJSON *c = obj->child; c; c = c->next)
-    if(c->string && strlen(c->string) == n && memcmp(c->string, name, n) == 0)
+  for(cJSON *c = obj->child; c; c = c->next) {
+    const char *s = c->string; /* compared only up to the first difference */
+    if(s && (n == 0 || s[0] == name[0]) && strncmp(s, name, n) == 0 && s[n] == '\0')
       return c;
+  }
   return NULL;
 }
 

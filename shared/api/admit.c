@@ -100,6 +100,34 @@ static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
   return c;
 }
 
+/* What the rules read (const: they never write it): the object as hub_copy() makes it. For an
+ * object already at the hub version only the spec is copied, to be defaulted; the rest (the
+ * metadata with its managed fields, the status) is referenced, not duplicated. */
+static cJSON *hub_view(const struct api_kind *k, const cJSON *obj)
+{
+  if(!obj)
+    return NULL;
+  const struct api_version *v = version_of(k, obj);
+  if(!v || !api_is_hub(k, v))
+    return hub_copy(k, obj);
+  cJSON *view = cJSON_CreateObject();
+  if(!view)
+    return NULL;
+  for(const cJSON *c = obj->child; c; c = c->next) {
+    bool spec = !strcmp(c->string, "spec");
+    cJSON *item = spec ? cJSON_Duplicate(c, 1) : NULL;
+    bool ok = spec ? item && cJSON_AddItemToObject(view, c->string, item)
+                   : cJSON_AddItemReferenceToObject(view, c->string, (cJSON *)c);
+    if(!ok || (spec && !sch_default(api_hub(k)->spec, item))) {
+      if(spec && !ok)
+        cJSON_Delete(item);
+      cJSON_Delete(view);
+      return NULL;
+    }
+  }
+  return view;
+}
+
 gw_rc api_mutate(const struct api_request *req, struct api_result *out)
 {
   const struct api_kind *k = req->kind;
@@ -235,8 +263,8 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
   sch_validate(v->spec, spec, "spec", &out->errs, &out->warns);
   if(out->errs.n)
     return out->errs.oom ? GW_ENOMEM : GW_OK;
-  cJSON *obj = hub_copy(k, req->obj);
-  cJSON *old = hub_copy(k, req->old);
+  cJSON *obj = hub_view(k, req->obj);
+  cJSON *old = hub_view(k, req->old);
   if(!obj) {
     cJSON_Delete(old);
     ferrs_add(&out->errs, FERR_INVALID, "metadata.annotations",
