@@ -474,13 +474,20 @@ static gw_rc canon(struct strbuf *sb, const cJSON *v)
 
 /* ---- printing as cJSON prints (cJSON 1.7's print_number and print_string_ptr) ---- */
 
+/* 1 for the bytes a JSON string escapes (and NUL, which ends it) */
+static const unsigned char escaped[256] = {
+  [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
 static gw_rc print_string(struct strbuf *sb, const char *s)
 {
   gw_rc rc = strbuf_addc(sb, '"');
   const unsigned char *run = (const unsigned char *)s, *p = run;
-  for(; !rc && *p; p++) {
-    if(*p >= 0x20 && *p != '"' && *p != '\\')
-      continue;
+  for(; !rc; p++) {
+    while(!escaped[*p]) /* the run of plain bytes */
+      p++;
+    if(!*p)
+      break;
     rc = strbuf_add(sb, run, (size_t)(p - run));
     char esc[8];
     size_t n = 2;

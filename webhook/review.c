@@ -255,30 +255,42 @@ void review_admission(enum wh_endpoint ep, const struct http_request *req,
   arena_release(&a);
 }
 
+/* "<kind> <namespace>/<name>" of an object, for a message (formatted only when one is sent). */
+static const char *who(const cJSON *obj, char *buf, size_t n)
+{
+  const char *kind = json_get_str(obj, "kind"), *ns = json_get_str(obj, "metadata.namespace");
+  const char *name = json_get_str(obj, "metadata.name");
+  snprintf(buf, n, "%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "",
+           name ? name : "(unnamed)");
+  return buf;
+}
+
 /* Converts one object; on failure fills err naming the object. */
 static gw_rc convert_one(cJSON *obj, const char *desired, char *err, size_t errlen)
 {
   const char *av = json_get_str(obj, "apiVersion"), *kind = json_get_str(obj, "kind");
-  const char *ns = json_get_str(obj, "metadata.namespace"), *name = json_get_str(obj, "metadata.name");
-  char who[200];
-  snprintf(who, sizeof(who), "%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "",
-           name ? name : "(unnamed)");
+  char w[200];
   if(!av || !kind) {
-    snprintf(err, errlen, "%s: apiVersion and kind are required", who);
+    snprintf(err, errlen, "%s: apiVersion and kind are required", who(obj, w, sizeof(w)));
     return GW_EINVAL;
   }
   const char *slash = strchr(av, '/');
   char group[128];
-  snprintf(group, sizeof(group), "%.*s", slash ? (int)(slash - av) : 0, av);
+  size_t gl = slash ? (size_t)(slash - av) : 0;
+  if(gl >= sizeof(group))
+    gl = sizeof(group) - 1;
+  memcpy(group, av, gl);
+  group[gl] = '\0';
   const struct api_kind *k = api_find_kind(group, kind);
   if(!k) {
-    snprintf(err, errlen, "%s: %s %s is not a kind this webhook converts", who, av, kind);
+    snprintf(err, errlen, "%s: %s %s is not a kind this webhook converts",
+             who(obj, w, sizeof(w)), av, kind);
     return GW_EUNSUPPORTED;
   }
   char why[256];
   gw_rc rc = api_convert(k, obj, desired, why, sizeof(why));
   if(rc)
-    snprintf(err, errlen, "%s: %s", who, why);
+    snprintf(err, errlen, "%s: %s", who(obj, w, sizeof(w)), why);
   return rc;
 }
 

@@ -14,7 +14,11 @@ static cJSON *detach_prune(cJSON *obj, const char *path)
   if(!v)
     return NULL;
   char buf[512];
-  snprintf(buf, sizeof(buf), "%s", path);
+  size_t n = strlen(path);
+  if(n >= sizeof(buf))
+    n = sizeof(buf) - 1;
+  memcpy(buf, path, n);
+  buf[n] = '\0';
   for(char *dot = strrchr(buf, '.'); dot; dot = strrchr(buf, '.')) {
     *dot = '\0';
     const cJSON *parent = json_get(obj, buf);
