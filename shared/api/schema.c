@@ -219,11 +219,30 @@ static void check_items(const struct sch_field *f, const cJSON *v, const char *p
   bool unique = f->type == SCH_ARRAY && (f->flags & SCH_UNIQUE) && n <= SCH_UNIQUE_MAX;
   char p[1024];
   int i = 0;
+  /* "<path>[" once; each item appends its index or key (no format parsing per item) */
+  size_t base = strlen(path);
+  if(base > sizeof(p) - 24)
+    base = sizeof(p) - 24;
+  memcpy(p, path, base);
+  p[base++] = '[';
   for(const cJSON *c = v->child; c; c = c->next, i++) {
-    if(f->type == SCH_ARRAY)
-      snprintf(p, sizeof(p), "%s[%d]", path, i);
-    else {
-      snprintf(p, sizeof(p), "%s[%s]", path, c->string);
+    if(f->type == SCH_ARRAY) {
+      char digits[16], *q = digits + sizeof(digits);
+      unsigned u = (unsigned)i;
+      do
+        *--q = (char)('0' + u % 10);
+      while(u /= 10);
+      size_t dl = (size_t)(digits + sizeof(digits) - q);
+      memcpy(p + base, q, dl);
+      p[base + dl] = ']';
+      p[base + dl + 1] = '\0';
+    } else {
+      size_t kl = strlen(c->string);
+      if(kl > sizeof(p) - base - 2)
+        kl = sizeof(p) - base - 2;
+      memcpy(p + base, c->string, kl);
+      p[base + kl] = ']';
+      p[base + kl + 1] = '\0';
       if(f->key_format) {
         const char *why = f->key_format->check(c->string);
         if(why)
