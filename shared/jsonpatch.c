@@ -73,10 +73,10 @@ static void finder_release(struct finder *f)
 
 static gw_rc diff(cJSON *ops, struct strbuf *path, const cJSON *a, const cJSON *b)
 {
-  if(json_equal(a, b))
-    return GW_OK;
+  /* two objects are walked member by member (equal ones yield no operation): comparing them
+   * whole first would compare every level again at each level below it */
   if(!cJSON_IsObject(a) || !cJSON_IsObject(b))
-    return add_op(ops, "replace", strbuf_str(path), b);
+    return json_equal(a, b) ? GW_OK : add_op(ops, "replace", strbuf_str(path), b);
   gw_rc rc = GW_OK;
   size_t base = path->len;
   struct finder in_b = { b, b->child, { 0 }, false }, in_a = { a, a->child, { 0 }, false };
