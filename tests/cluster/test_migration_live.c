@@ -454,14 +454,25 @@ static void manual_run(const char *yaml, bool early)
                    "the webhook stamps the approver");
   cJSON_Delete(m);
   long long t_approved = e2e_mono_ms();
+  /* the runbook's wait (docs/api/migration.md, "Switching the application to the target"):
+   * kubectl returns once the drain is proven, with the target holding every row written */
+  char *wout = NULL;
+  int wrc = e2e_kubectl(&E, &wout, "wait --for=condition=CutoverCompleted migration/shop "
+                                   "--timeout=150s");
+  long long t_drained = e2e_mono_ms();
+  cr_assert_eq(wrc, 0, "kubectl wait for CutoverCompleted: %s", wout ? wout : "");
+  free(wout);
+  cr_assert_str_eq(e2e_cond_reason(&E, "shop", "CutoverCompleted"), "DrainVerified");
+  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), ORDERS + w.inserted,
+               "every row is on the target once CutoverCompleted is True");
   bool done = e2e_wait_complete(&E, "shop", 150000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);
   char *d = e2e_describe(&E, "shop");
   cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
   free(d);
-  cr_log_info("CutoverPending after %lld ms, Completed %lld ms after the approval",
-              t_pending - t0, e2e_mono_ms() - t_approved);
+  cr_log_info("CutoverPending after %lld ms; CutoverCompleted %lld ms and Completed %lld ms after "
+              "the approval", t_pending - t0, t_drained - t_approved, e2e_mono_ms() - t_approved);
   assert_completed_live("shop", &ph, &w, false);
   /* the reasons of the way there, each seen as it was written (seed 000) */
   static const char *const way[][2] = {
