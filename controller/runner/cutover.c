@@ -33,8 +33,10 @@
  *    message). Not with test_decoding (or an unknown plugin): 0.17's test_decoding parser
  *    refuses a message line ("Failed to parse test_decoding message"), its receiver reconnects
  *    before the transactions it had already applied and the apply process aborts on the
- *    duplicate (docs/dev/pgcopydb-observed.md). There follow reaches a quiet end position on
- *    its own (about 9 s measured), so no nudge.
+ *    duplicate (docs/dev/pgcopydb-observed.md). There the Job sends nothing; while the worker
+ *    drains, the controller writes an empty transaction on the source once a second
+ *    (controller/migration/cutover.c, drain_nudge), which moves a quiet stream for either
+ *    plugin.
  *
  * Exit: 0 set, 1 failed for good (no sentinel, no right to update it), 2 transient.
  */
@@ -222,7 +224,7 @@ static void nudge(struct st_ctx *c, struct cutover_out *o)
   if(strcmp(o->method, "sentinel-table")) {
     if(!c->o.plugin || strcmp(c->o.plugin, "wal2json")) {
       st_pass(c, "cutover.nudge", "no nudge with the %s plugin: pgcopydb 0.15+ cannot parse a "
-              "logical message in its output; follow reaches the end position on its own",
+              "logical message in its output; the controller nudges the source while the worker drains",
               c->o.plugin ? c->o.plugin : "(unknown)");
       return;
     }
