@@ -53,6 +53,24 @@ limiter_wait() {
   curl -sf "http://127.0.0.1:$ctl_port/metrics" |
     awk '/^godwit_kube_ratelimiter_wait_seconds_total/ { w += $2 } END { printf "%.1f\n", w }'
 }
+# cpu_s PID: the process's user + system CPU so far, in seconds (with its reaped children's)
+cpu_s() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13 + $14 + $15) / hz }' \
+    "/proc/$1/stat" 2>/dev/null || echo 0
+}
+# cluster_cpu: "name=seconds ..." for each process of the local cluster
+cluster_cpu() {
+  local name pid
+  while read -r name pid; do printf '%s=%s ' "$name" "$(cpu_s "$pid")"; done <"$cluster/pids"
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "machine_busy=%.1f machine_idle=%.1f", ($2 + $3 + $4 + $7 + $8) / hz, ($5 + $6) / hz }' /proc/stat
+}
+# latency: the controller's mean API request latency by verb, in ms
+latency() {
+  curl -sf "http://127.0.0.1:$ctl_port/metrics" | awk '
+    /^godwit_kube_request_duration_seconds_sum/ { match($0, /verb="[a-z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); s[v] = $2 }
+    /^godwit_kube_request_duration_seconds_count/ { match($0, /verb="[a-z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); c[v] = $2 }
+    END { for (v in c) if (c[v] > 0 && v != "watch") printf "%s=%.1fms/%d ", v, 1000 * s[v] / c[v], c[v] }'
+}
 rss_mib() { awk '/^VmRSS:/ { printf "%.1f\n", $2 / 1024 }' "/proc/$ctl_pid/status"; }
 phase_list() { kubectl get migrations -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}'; }
 phases() { phase_list 2>/dev/null | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }'; }
@@ -97,6 +115,7 @@ migrations 0 "$N" dryRun >"$work/dry.yaml"
 
 req0=$(requests)
 w0=$(limiter_wait)
+cpu0=$(cluster_cpu)
 t0=$(now)
 kubectl apply -f "$work/dry.yaml" >/dev/null || die "kubectl apply failed"
 t_applied=$(now)
@@ -116,6 +135,11 @@ req1=$(requests)
 w1=$(limiter_wait)
 reqs=$((req1 - req0))
 echo "phases: $(phases)(kubectl apply of the $N took $(awk -v a="$t0" -v b="$t_applied" 'BEGIN { printf "%.1f", b - a }') s; the controller's requests waited $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.1f", b - a }') s in all for its client-side rate limiter, --kube-api-qps ${GODWIT_KUBE_API_QPS:-50})"
+if [ "${BENCH_VERBOSE:-0}" = 1 ]; then
+  echo "CPU seconds of the cluster's processes, before: $cpu0"
+  echo "                                         after: $(cluster_cpu)"
+  echo "the controller's requests, mean latency/count by verb: $(latency)"
+fi
 failed=$(count_phases Failed)
 [ "$failed" = 0 ] || echo "bench-controller: $failed of the $N dry runs failed" >&2
 echo "controller-scale: objects=$N seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') api_requests=$reqs requests_per_object=$(awk -v r="$reqs" -v n="$N" 'BEGIN { printf "%.1f", r / n }') controller_rss_mib=$(rss_mib)"

@@ -335,27 +335,48 @@ static void pass(void)
   free(w.v);
 }
 
+/* A pass scans every object under the store's lock, so passes are spaced by at least
+ * GC_MIN_INTERVAL_MS however often writes kick them: a kick on every write made the scan run back
+ * to back under load (500 Migrations at once: one CPU of two spent scanning, every request
+ * waiting for the lock). Kubernetes' garbage collector is eventual too: it works from queues fed
+ * by its informers, typically within a second. Without a kick a pass runs every GC_IDLE_MS (the
+ * end of a Pod's grace period is found that way). */
+#define GC_MIN_INTERVAL_MS 100
+#define GC_IDLE_MS 500
+
+static void deadline_after(struct timespec *ts, const struct timespec *from, long ms)
+{
+  *ts = *from;
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (ms % 1000) * 1000000L;
+  if(ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
 static void *run(void *arg)
 {
   (void)arg;
+  struct timespec last;
+  clock_gettime(CLOCK_REALTIME, &last);
   while(1) {
     pthread_mutex_lock(&mu);
-    if(!kicked && !stop) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 500000000L;
-      if(ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-      }
-      pthread_cond_timedwait(&cv, &mu, &ts);
-    }
+    struct timespec ts;
+    deadline_after(&ts, &last, GC_IDLE_MS);
+    while(!kicked && !stop && pthread_cond_timedwait(&cv, &mu, &ts) == 0)
+      ;
+    /* kicked: not before GC_MIN_INTERVAL_MS after the last pass (stop ends the wait) */
+    deadline_after(&ts, &last, GC_MIN_INTERVAL_MS);
+    while(!stop && pthread_cond_timedwait(&cv, &mu, &ts) == 0)
+      ;
     kicked = 0;
     int s = stop;
     pthread_mutex_unlock(&mu);
     if(s)
       break;
     pass();
+    clock_gettime(CLOCK_REALTIME, &last);
   }
   return NULL;
 }
