@@ -85,7 +85,8 @@ static const struct cfg_opt options[] = {
   { "log-level", "GODWIT_LOG_LEVEL", CFG_STR, "info", 0, 0, O(log_level),
     "debug (one line per reconcile), info, warn or error" },
   { "kube-api-qps", "GODWIT_KUBE_API_QPS", CFG_INT, "50", 1, 10000, O(qps),
-    "requests per second to the API server, sustained (a client-side token bucket)" },
+    "requests per second to the API server, sustained (a client-side token bucket; Events have "
+    "one of their own at the same rate)" },
   { "kube-api-burst", "GODWIT_KUBE_API_BURST", CFG_INT, "100", 1, 10000, O(burst),
     "requests to the API server allowed at once above the sustained rate" },
   { "kube-api-timeout-ms", "GODWIT_KUBE_API_TIMEOUT_MS", CFG_INT, "30000", 500, 600000,
@@ -210,11 +211,17 @@ static void write_port(const char *path, int port)
 
 static int run(const struct controller_config *c, const char *identity)
 {
-  struct kube_config kc, lkc;
-  struct kube_client *kube = NULL, *lkube = NULL;
+  struct kube_config kc, lkc, ekc;
+  struct kube_client *kube = NULL, *lkube = NULL, *ekube = NULL;
   memset(&kc, 0, sizeof(kc));
   memset(&lkc, 0, sizeof(lkc));
+  memset(&ekc, 0, sizeof(ekc));
   int code = make_client(c, (int)c->api_timeout, -1, &kc, &kube);
+  /* Events' own client: its own --kube-api-qps and burst, counted in the same metrics */
+  if(!code)
+    code = make_client(c, (int)c->api_timeout, -1, &ekc, &ekube);
+  if(!code)
+    kube_client_count_in(ekube, kube);
   /* The elector's own client: a request must end well within the renew deadline. */
   if(!code && c->leader_elect)
     code = make_client(c, (int)(c->renew_deadline * 1000 / 3), 1, &lkc, &lkube);
@@ -222,6 +229,7 @@ static int run(const struct controller_config *c, const char *identity)
   struct mgr_opts mo = { 0 };
   mo.kube = kube;
   mo.leader_kube = lkube;
+  mo.events_kube = ekube;
   mo.namespace = c->namespace;
   mo.workers = (int)c->workers;
   mo.resync_ms = c->resync ? c->resync * 1000 : -1;
@@ -306,7 +314,9 @@ static int run(const struct controller_config *c, const char *identity)
   free(agent_token);
   pg_pool_free(mig.pool);
   kube_client_free(lkube);
+  kube_client_free(ekube);
   kube_client_free(kube);
+  kube_config_release(&ekc);
   kube_config_release(&lkc);
   kube_config_release(&kc);
   log_kv(LOG_INFO, "stopped", LOG_END);

@@ -46,7 +46,7 @@ gw_rc mgr_new(struct mgr **out, const struct mgr_opts *o)
   struct recorder_opts ro = { "godwit-controller", id };
   gw_rc rc = (o->namespace && !m->ns) || !m->bind ? GW_ENOMEM : GW_OK;
   if(!rc)
-    rc = recorder_new(&m->rec, o->kube, &ro);
+    rc = recorder_new(&m->rec, o->events_kube ? o->events_kube : o->kube, &ro);
   if(!rc && o->leader_elect) {
     struct leader_opts lo = o->leader;
     lo.events = m->rec;
@@ -70,20 +70,36 @@ static bool same_gvr(const struct kube_gvr *a, const struct kube_gvr *b)
          !strcmp(a->resource, b->resource);
 }
 
-gw_rc mgr_informer(struct mgr *m, const struct kube_gvr *gvr, struct informer **out)
+gw_rc mgr_informer_selected(struct mgr *m, const struct kube_gvr *gvr, const char *field_selector,
+                            struct informer **out)
 {
   for(int i = 0; i < m->ninfs; i++)
     if(same_gvr(informer_gvr(m->infs[i]), gvr)) {
+      const char *had = m->inf_selectors[i];
+      if((had || field_selector) && (!had || !field_selector || strcmp(had, field_selector)))
+        return GW_EINVAL;
       *out = m->infs[i];
       return GW_OK;
     }
   if(m->started || m->ninfs == MGR_MAX_INFORMERS)
     return GW_EINVAL;
-  struct informer_opts io = { gvr, gvr->namespaced ? m->ns : NULL, NULL, NULL };
+  char *sel = field_selector ? strdup(field_selector) : NULL;
+  if(field_selector && !sel)
+    return GW_ENOMEM;
+  struct informer_opts io = { gvr, gvr->namespaced ? m->ns : NULL, NULL, sel };
   gw_rc rc = informer_new(out, m->o.kube, &io);
-  if(!rc)
-    m->infs[m->ninfs++] = *out;
-  return rc;
+  if(rc) {
+    free(sel);
+    return rc;
+  }
+  m->inf_selectors[m->ninfs] = sel;
+  m->infs[m->ninfs++] = *out;
+  return GW_OK;
+}
+
+gw_rc mgr_informer(struct mgr *m, const struct kube_gvr *gvr, struct informer **out)
+{
+  return mgr_informer_selected(m, gvr, NULL, out);
 }
 
 struct informer *mgr_cache(struct mgr *m, const struct kube_gvr *gvr)
@@ -474,8 +490,10 @@ void mgr_free(struct mgr *m)
     free(c->kind);
     free(c);
   }
-  for(int i = 0; i < m->ninfs; i++)
+  for(int i = 0; i < m->ninfs; i++) {
     informer_free(m->infs[i]);
+    free(m->inf_selectors[i]);
+  }
   recorder_free(m->rec);
   pthread_mutex_destroy(&m->mu);
   free(m->ns);

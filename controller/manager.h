@@ -111,8 +111,12 @@ struct ctrl_def {
 };
 
 struct mgr_opts {
-  struct kube_client *kube;         /* informers, reconcilers, Events */
+  struct kube_client *kube;         /* informers, reconcilers */
   struct kube_client *leader_kube;  /* leader election (short timeouts); NULL: kube */
+  struct kube_client *events_kube;  /* Events, with a rate limiter of their own (as
+                                     * controller-runtime's recorder has its own clientset), so
+                                     * that Events never wait behind the reconcilers' writes nor
+                                     * they behind Events; NULL: kube */
   const char *namespace;            /* watch one namespace; NULL: all */
   int workers;                      /* per controller; default 2 */
   long resync_ms;                   /* default 600000; negative: never */
@@ -137,6 +141,12 @@ gw_rc mgr_add_controller(struct mgr *m, const struct ctrl_def *d, struct ctrl **
  * mgr_start only. */
 gw_rc mgr_informer(struct mgr *m, const struct kube_gvr *gvr, struct informer **out)
   GW_MUST_CHECK;
+
+/* An informer of gvr that holds only the objects field_selector selects (as controller-runtime's
+ * cache.Options.ByObject): mgr_cache(gvr) is then that cache, so one gvr has one selector, and a
+ * second call with another selector is GW_EINVAL. Before mgr_start only. */
+gw_rc mgr_informer_selected(struct mgr *m, const struct kube_gvr *gvr, const char *field_selector,
+                            struct informer **out) GW_MUST_CHECK;
 
 /* The cache of gvr, when a controller watches it (NULL otherwise): reconcilers read what they
  * watch from here, as controller-runtime's client does, and the API only where a decision needs

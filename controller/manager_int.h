@@ -58,6 +58,7 @@ struct own_write {
 struct mgr {
   struct mgr_opts o;
   struct informer *infs[MGR_MAX_INFORMERS];
+  char *inf_selectors[MGR_MAX_INFORMERS]; /* each one's field selector, or NULL */
   int ninfs;
   struct ctrl *ctrls[MGR_MAX_CTRLS];
   int nctrls;

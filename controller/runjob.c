@@ -8,6 +8,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "manager.h"
 #include "podtemplate.h"
 #include "redact.h"
 
@@ -653,9 +654,55 @@ gw_rc rj_log_tail(const struct rj_owner *o, const char *pod, long lines, char **
   return rc;
 }
 
-gw_rc rj_job_refusal(struct kube_client *k, const char *ns, const char *job, char *buf, size_t len)
+bool rj_refusal_due(const struct job_view *v)
+{
+  return v->state == JOB_PENDING && !*v->pod && !*v->waiting && !v->suspended;
+}
+
+gw_rc rj_watch_refusals(struct mgr *m)
+{
+  struct informer *inf = NULL;
+  return mgr_informer_selected(m, &KUBE_EVENTS, RJ_REFUSAL_SELECTOR, &inf);
+}
+
+/* The newest FailedCreate Event of a Job seen so far. */
+struct refusal {
+  const char *job;
+  char *buf;
+  size_t len;
+  char newest[40];
+};
+
+static void consider_refusal(void *ctx, const char *key, const cJSON *ev)
+{
+  (void)key;
+  struct refusal *r = ctx;
+  const char *kind = json_get_str(ev, "involvedObject.kind");
+  const char *name = json_get_str(ev, "involvedObject.name");
+  const char *reason = json_get_str(ev, "reason");
+  const char *ts = json_get_str(ev, "lastTimestamp");
+  if(!ts)
+    ts = json_get_str(ev, "eventTime");
+  if(!kind || strcmp(kind, "Job") || !name || strcmp(name, r->job) || !reason ||
+     strcmp(reason, "FailedCreate"))
+    return;
+  if(ts && strcmp(ts, r->newest) < 0)
+    return;
+  if(ts)
+    snprintf(r->newest, sizeof(r->newest), "%s", ts);
+  const char *msg = json_get_str(ev, "message");
+  snprintf(r->buf, r->len, "%s", msg ? msg : "");
+}
+
+gw_rc rj_job_refusal(struct kube_client *k, struct informer *refusals, const char *ns,
+                     const char *job, char *buf, size_t len)
 {
   buf[0] = '\0';
+  struct refusal r = { job, buf, len, "" };
+  if(refusals) {
+    informer_each(refusals, ns, consider_refusal, &r);
+    return GW_OK;
+  }
   char sel[160];
   snprintf(sel, sizeof(sel), "involvedObject.name=%s", job);
   struct kube_list_opts lo = { .field_selector = sel };
@@ -664,23 +711,9 @@ gw_rc rj_job_refusal(struct kube_client *k, const char *ns, const char *job, cha
   kube_status_init(&st);
   gw_rc rc = kube_list(k, &KUBE_EVENTS, ns, &lo, &list, &st);
   kube_status_release(&st);
-  const char *newest = "";
-  const cJSON *items = rc ? NULL : json_get(list, "items");
-  const cJSON *ev;
+  const cJSON *items = rc ? NULL : json_get(list, "items"), *ev;
   cJSON_ArrayForEach(ev, items)
-  {
-    const char *kind = json_get_str(ev, "involvedObject.kind");
-    const char *reason = json_get_str(ev, "reason");
-    const char *ts = json_get_str(ev, "lastTimestamp");
-    if(!ts)
-      ts = json_get_str(ev, "eventTime");
-    if(!kind || strcmp(kind, "Job") || !reason || strcmp(reason, "FailedCreate"))
-      continue;
-    if(ts && strcmp(ts, newest) < 0)
-      continue;
-    newest = ts ? ts : newest;
-    snprintf(buf, len, "%s", json_get_str(ev, "message") ? json_get_str(ev, "message") : "");
-  }
+    consider_refusal(&r, NULL, ev);
   cJSON_Delete(list);
   return rc;
 }

@@ -31,6 +31,8 @@
 #include "kube/kube.h"
 #include "rc.h"
 
+struct mgr;
+
 #define RJ_RUN_AS 65532 /* the image's non-root user and group (the Dockerfile creates it) */
 #define RJ_STEP_LABEL "godwit.dev/step"
 #define RJ_ATTEMPT_LABEL "godwit.dev/attempt"
@@ -48,6 +50,8 @@ struct rj_owner {
   const char *runner;      /* godwit.dev/runner on the Pods: "migration" */
   struct informer *jobs;   /* the manager's caches of Jobs and Pods (mgr_cache), or NULL: */
   struct informer *pods;   /*   read from the API */
+  struct informer *refusals; /* the manager's cache of FailedCreate Events (rj_watch_refusals),
+                              * or NULL: a LIST when needed */
 };
 
 /* An environment variable from a Secret's key. */
@@ -86,9 +90,16 @@ void rj_name(const struct rj_owner *o, const char *step, int attempt, char *buf,
 /* The Job object (NULL when out of memory); takes s->args. */
 cJSON *rj_render(const struct rj_owner *o, struct rj_spec *s);
 /* The newest FailedCreate Event of Job job in ns ("" when none): why its Pod is refused (an
- * admission webhook, a quota, the runner-Pod guard). One LIST of the Job's Events. */
-gw_rc rj_job_refusal(struct kube_client *k, const char *ns, const char *job, char *buf,
-                     size_t len);
+ * admission webhook, a quota, the runner-Pod guard). Read from refusals, the manager's cache of
+ * such Events (rj_watch_refusals), when there is one; else one LIST of the Job's Events. */
+gw_rc rj_job_refusal(struct kube_client *k, struct informer *refusals, const char *ns,
+                     const char *job, char *buf, size_t len);
+/* The Events that say a Job's Pod was refused, as a cache of the manager (one for every kind):
+ * a LIST of a Job's Events on every poll of a Job without a Pod cost the API server a scan of
+ * the namespace's Events each time (3 LISTs per dry-run Migration at 500 at once). The
+ * controller needs `list` and `watch` on events for it. Before mgr_start. */
+#define RJ_REFUSAL_SELECTOR "involvedObject.kind=Job,reason=FailedCreate"
+gw_rc rj_watch_refusals(struct mgr *m) GW_MUST_CHECK;
 /* Renders and creates it; *created false when it already existed. Takes s->args. */
 gw_rc rj_create(const struct rj_owner *o, struct rj_spec *s, bool *created) GW_MUST_CHECK;
 
@@ -108,6 +119,10 @@ struct job_view {
   bool suspended;        /* spec.suspend: the Job controller creates no Pod */
   long long finished;    /* epoch seconds the Job completed or failed, 0 when it has not */
 };
+
+/* Whether to look for why a Job has no Pod (rj_job_refusal): it runs, is not suspended, and no
+ * Pod of it is seen. */
+bool rj_refusal_due(const struct job_view *v);
 
 /* The Job name and its newest Pod (by the Job's uid: a Job created again under the same name
  * never sees the old one's Pods). Absent is JOB_ABSENT, not an error. Both come from the

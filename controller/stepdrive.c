@@ -90,9 +90,9 @@ static enum step_outcome waiting(const struct step_host *h, struct step_run *r, 
     return STEP_WAIT;
   default:
     /* a Job without a Pod: why it has none, as its FailedCreate Event says */
-    if(r->v.state == JOB_PENDING && !*r->v.pod && !*r->v.waiting) {
+    if(rj_refusal_due(&r->v)) {
       char refused[768] = "";
-      if(!rj_job_refusal(h->owner->kube, h->owner->ns, r->v.name, refused, sizeof(refused)) &&
+      if(!rj_job_refusal(h->owner->kube, h->owner->refusals, h->owner->ns, r->v.name, refused, sizeof(refused)) &&
          *refused)
         snprintf(r->v.waiting, sizeof(r->v.waiting), "FailedCreate: %s", refused);
     }

@@ -27,7 +27,8 @@ void mig_owner_init(struct mig *m)
                                 .ns = m->ns, .name = m->name, .uid = m->uid,
                                 .label = MIG_LABEL, .runner = "migration",
                                 .jobs = mgr_cache(m->ctx->mgr, &KUBE_JOBS),
-                                .pods = mgr_cache(m->ctx->mgr, &KUBE_PODS) };
+                                .pods = mgr_cache(m->ctx->mgr, &KUBE_PODS),
+                                .refusals = mgr_cache(m->ctx->mgr, &KUBE_EVENTS) };
 }
 
 /* activeDeadlineSeconds of a step's Job: every runner Job is bounded, so a step that hangs (a

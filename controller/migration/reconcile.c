@@ -215,9 +215,10 @@ static gw_rc step(struct mig *m)
   }
   switch(m->phase) {
   case MP_PENDING:
+    /* Validating and the preflight's first attempt go in one write: one status write fewer per
+     * Migration (bench-controller) */
     edit_phase(&m->ed, MP_VALIDATING);
-    edit_requeue(&m->ed, 1);
-    return GW_OK;
+    return mig_step_validating(m);
   case MP_VALIDATING:
     return mig_step_validating(m);
   case MP_CLONING:
@@ -299,6 +300,8 @@ gw_rc migration_register_opts(struct mgr *m, const struct migration_opts *o, str
     rc = ctrl_watch_owned(ctl, &KUBE_JOBS, "pgcopydb.io", "Migration");
   if(!rc)
     rc = ctrl_watch(ctl, &KUBE_PODS, map_pod, NULL);
+  if(!rc)
+    rc = rj_watch_refusals(m);
   struct informer *inf = NULL;
   if(!rc)
     rc = mgr_informer(m, &MIGRATION_GVR, &inf);

@@ -89,7 +89,7 @@ void op_watch_running(const struct op_host *h, const struct ptah_op *op,
                       const struct job_view *v)
 {
   char refused[1024] = "";
-  if(v->state == JOB_PENDING && !*v->pod)
+  if(rj_refusal_due(v))
     op_pod_refusal(h->ctx, op->job, refused, sizeof(refused));
   if(*refused) {
     op_ready(h, COND_FALSE, "PodAdmissionRefused", "operation %s: the API server refuses the "

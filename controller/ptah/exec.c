@@ -95,5 +95,5 @@ gw_rc op_job_view(const struct rj_owner *owner, const char *job, struct job_view
 
 void op_pod_refusal(struct rec_ctx *c, const char *job, char *buf, size_t len)
 {
-  rj_job_refusal(c->kube, c->ns, job, buf, len);
+  rj_job_refusal(c->kube, mgr_cache(c->mgr, &KUBE_EVENTS), c->ns, job, buf, len);
 }

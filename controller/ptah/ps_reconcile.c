@@ -77,7 +77,8 @@ static void init(struct ps *p, struct rec_ctx *c, const struct ptah_opts *o, cJS
                                 .kind = "PtahSchema", .ns = p->ns, .name = p->name,
                                 .uid = p->uid, .label = PS_LABEL, .runner = "ptah",
                                 .jobs = mgr_cache(c->mgr, &KUBE_JOBS),
-                                .pods = mgr_cache(c->mgr, &KUBE_PODS) };
+                                .pods = mgr_cache(c->mgr, &KUBE_PODS),
+                                .refusals = mgr_cache(c->mgr, &KUBE_EVENTS) };
   p->host = (struct op_host){ .ctx = c, .ed = &p->ed, .obj = obj, .o = o, .owner = &p->owner,
                               .busy_reason = "Planning", .self = p,
                               .digest = host_digest, .create = host_create,
@@ -198,6 +199,8 @@ gw_rc ptah_schema_register(struct mgr *m, const struct ptah_opts *o)
     rc = mgr_informer(m, &KUBE_PTAH_SCHEMAS, &schemas);
   if(!rc)
     rc = ctrl_watch_owned(ctl, &KUBE_JOBS, "ptah.run", "PtahSchema");
+  if(!rc)
+    rc = rj_watch_refusals(m);
   if(!rc)
     rc = ctrl_watch(ctl, &KUBE_PODS, map_pod, NULL);
   if(!rc)

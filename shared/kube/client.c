@@ -78,6 +78,7 @@ gw_rc kube_client_new(struct kube_client **out, const struct kube_config *c, cha
   pthread_mutex_init(&k->rl_mu, NULL);
   pthread_mutex_init(&k->rng_mu, NULL);
   kube_metrics_init(&k->m);
+  k->mp = &k->m;
   k->rl_tokens = k->cfg.burst;
   clock_gettime(CLOCK_MONOTONIC, &k->rl_last);
   struct timespec now;

@@ -198,5 +198,9 @@ gw_rc kube_reflector_run(struct kube_client *k, const struct kube_gvr *r, const 
 /* Client metrics for /metrics: requests by verb and code, latency. */
 struct strbuf;
 gw_rc kube_client_metrics(const struct kube_client *k, struct strbuf *sb) GW_MUST_CHECK;
+/* Counts k's requests in into's metrics from now on (NULL: its own again), so that a process
+ * with two clients (the controller's Events have their own, with their own rate limiter, as
+ * controller-runtime's recorder does) shows its traffic as one. into must outlive k's use. */
+void kube_client_count_in(struct kube_client *k, struct kube_client *into);
 
 #endif

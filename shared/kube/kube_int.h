@@ -82,6 +82,7 @@ struct kube_client {
   uint64_t rng;
 
   struct kube_metrics m;
+  struct kube_metrics *mp; /* where requests are counted: &m, or another client's */
 };
 
 /* ---- config.c, kubeconfig.c ---- */

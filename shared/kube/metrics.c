@@ -138,13 +138,18 @@ static gw_rc write_others(const struct kube_metrics *m, struct strbuf *sb)
   return rc;
 }
 
+void kube_client_count_in(struct kube_client *k, struct kube_client *into)
+{
+  k->mp = into ? into->mp : &k->m;
+}
+
 gw_rc kube_client_metrics(const struct kube_client *k, struct strbuf *sb)
 {
   /* A snapshot under the lock, written out after it. */
   struct kube_metrics snap;
-  pthread_mutex_t *mu = (pthread_mutex_t *)&k->m.mu;
+  pthread_mutex_t *mu = &k->mp->mu;
   pthread_mutex_lock(mu);
-  memcpy(&snap, &k->m, sizeof(snap));
+  memcpy(&snap, k->mp, sizeof(snap));
   pthread_mutex_unlock(mu);
   gw_rc rc = write_requests(&snap, sb);
   if(!rc)

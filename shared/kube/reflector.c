@@ -71,7 +71,7 @@ static gw_rc relist(struct kube_client *k, const struct kube_gvr *r, const char 
   gw_rc rc = kube_list_all(k, r, ns, &lo, &list, st);
   if(rc)
     return rc;
-  kube_metrics_relist(&k->m);
+  kube_metrics_relist(k->mp);
   const cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
   const char *rv = json_get_str(list, "metadata.resourceVersion");
   free(s->rv);

@@ -93,7 +93,7 @@ void kube_ratelimit_wait(struct kube_client *k)
   double wait_s = k->rl_tokens < 0 ? -k->rl_tokens / k->cfg.qps : 0;
   pthread_mutex_unlock(&k->rl_mu);
   if(wait_s > 0) {
-    kube_metrics_ratelimit(&k->m, wait_s);
+    kube_metrics_ratelimit(k->mp, wait_s);
     kube_sleep_ms((long)(wait_s * 1000 + 0.5), NULL);
   }
 }
@@ -279,7 +279,7 @@ gw_rc kube_call(struct kube_client *k, const struct kube_req *rq, cJSON **out, c
     kube_ratelimit_wait(k);
     double t0 = kube_now_s();
     kube_exchange(k, rq, &rs);
-    kube_metrics_observe(&k->m, rq->verb, rs.code, kube_now_s() - t0);
+    kube_metrics_observe(k->mp, rq->verb, rs.code, kube_now_s() - t0);
     bool again = attempt < k->cfg.max_retries;
     long delay_ms = kube_backoff_ms(k, attempt, RETRY_MIN_MS, RETRY_MAX_MS);
     if(rs.cc != CURLE_OK) {
@@ -305,7 +305,7 @@ gw_rc kube_call(struct kube_client *k, const struct kube_req *rq, cJSON **out, c
     }
     if(!again)
       break;
-    kube_metrics_retry(&k->m, rq->verb);
+    kube_metrics_retry(k->mp, rq->verb);
     if(log_enabled(LOG_DEBUG)) {
       char code[16], d[16];
       snprintf(code, sizeof(code), "%ld", rs.code);

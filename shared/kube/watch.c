@@ -194,7 +194,7 @@ gw_rc kube_watch(struct kube_client *k, const struct kube_gvr *r, const char *ns
     strbuf_release(&p);
     return rc;
   }
-  struct wstate w = { .fn = fn, .ctx = ctx, .stop = stop, .st = st, .m = &k->m,
+  struct wstate w = { .fn = fn, .ctx = ctx, .stop = stop, .st = st, .m = k->mp,
                       .retry_after_s = -1 };
   strbuf_init(&w.line, WATCH_LINE_MAX);
   strbuf_init(&w.errbody, WATCH_ERRBODY_MAX);
@@ -226,7 +226,7 @@ gw_rc kube_watch(struct kube_client *k, const struct kube_gvr *r, const char *ns
       ttfb = kube_now_s() - t0;
     if(!w.code)
       curl_easy_getinfo(w.h, CURLINFO_RESPONSE_CODE, &w.code);
-    kube_metrics_observe(&k->m, KV_WATCH, w.code, ttfb);
+    kube_metrics_observe(k->mp, KV_WATCH, w.code, ttfb);
     rc = watch_result(&w, cc, curl_err);
   }
   if(w.h)

@@ -13,6 +13,7 @@
 #include "ktime.h"
 #include "mgrtest.h"
 #include "migration/migration.h"
+#include "runjob.h"
 
 #define NS "mgr-test"
 
@@ -158,6 +159,75 @@ Test(ctrl_manager, informer_catches_up_after_dropped_watches_and_410)
   expect_cache(inf, NS "/keep", "3", 2);
   cr_assert_eq(atomic_load(&s.deleted), 1, "the deletion seen through the relist");
   informer_free(inf);
+}
+
+/* ---- a cache with a field selector: the Job FailedCreate Events ---- */
+
+static void create_job_event(const char *name, const char *kind, const char *job,
+                             const char *reason, const char *ts, const char *msg)
+{
+  char body[1024];
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"%s\","
+           "\"namespace\":\"" NS "\"},\"involvedObject\":{\"apiVersion\":\"batch/v1\","
+           "\"kind\":\"%s\",\"namespace\":\"" NS "\",\"name\":\"%s\"},\"reason\":\"%s\","
+           "\"message\":\"%s\",\"type\":\"Warning\",\"source\":{\"component\":"
+           "\"job-controller\"},\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\","
+           "\"count\":1}", name, kind, job, reason, msg, ts, ts);
+  cJSON *ev = cJSON_Parse(body);
+  cr_assert_not_null(ev);
+  struct kube_status st;
+  kube_status_init(&st);
+  cr_assert_eq(kube_create(K, &KUBE_EVENTS, NS, ev, false, NULL, &st), GW_OK, "%s", st.message);
+  kube_status_release(&st);
+  cJSON_Delete(ev);
+}
+
+struct refusal_wait {
+  struct informer *inf;
+  const char *want;
+};
+
+static bool refusal_is(void *arg)
+{
+  struct refusal_wait *w = arg;
+  char buf[256];
+  return !rj_job_refusal(K, w->inf, NS, "rf-job", buf, sizeof(buf)) && !strcmp(buf, w->want);
+}
+
+Test(ctrl_manager, a_selected_cache_holds_only_the_job_refusals)
+{
+  create_job_event("rf-job.1", "Job", "rf-job", "FailedCreate", "2026-01-01T00:00:01Z",
+                   "pods rf-job-a is forbidden: exceeded quota");
+  create_job_event("rf-job.2", "Job", "rf-job", "SuccessfulCreate", "2026-01-01T00:00:02Z",
+                   "Created pod: rf-job-b");
+  create_job_event("rf-pod.1", "Pod", "rf-job", "FailedCreate", "2026-01-01T00:00:03Z",
+                   "not a Job");
+  struct mt_mgr r;
+  mt_mgr_init(&r, K, NULL);
+  cr_assert_eq(rj_watch_refusals(r.m), GW_OK);
+  cr_assert_eq(rj_watch_refusals(r.m), GW_OK, "the same selector again is the same cache");
+  struct informer *other = NULL;
+  cr_assert_eq(mgr_informer_selected(r.m, &KUBE_EVENTS, "reason=Other", &other), GW_EINVAL,
+               "one resource, one selector");
+  cr_assert_eq(mgr_informer(r.m, &KUBE_EVENTS, &other), GW_EINVAL);
+  mt_mgr_run(&r);
+  struct informer *inf = mgr_cache(r.m, &KUBE_EVENTS);
+  cr_assert_not_null(inf);
+  cr_assert(informer_wait_synced(inf, 20000, NULL));
+  cr_assert_eq(informer_len(inf), 1, "only the Job's FailedCreate is cached");
+  struct refusal_wait w = { inf, "pods rf-job-a is forbidden: exceeded quota" };
+  cr_assert(refusal_is(&w));
+  w.inf = NULL; /* without the cache: a LIST, the same answer */
+  cr_assert(refusal_is(&w));
+  /* a newer refusal follows through the watch; the newest is the one said */
+  create_job_event("rf-job.3", "Job", "rf-job", "FailedCreate", "2026-01-01T00:00:09Z",
+                   "pods rf-job-c is forbidden: the runner-Pod guard");
+  w.inf = inf;
+  w.want = "pods rf-job-c is forbidden: the runner-Pod guard";
+  cr_assert(mt_wait(10000, refusal_is, &w), "the cache follows a new refusal");
+  cr_assert_eq(informer_len(inf), 2);
+  mt_mgr_stop(&r);
 }
 
 /* ---- the Migration's first observation ---- */

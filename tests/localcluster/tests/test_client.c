@@ -508,6 +508,58 @@ Test(kube_client, token_bucket_limits_the_rate)
   kube_status_release(&st);
 }
 
+/* The value of the sample line that starts with prefix (not a # HELP line), or -1. */
+static double metric(struct kube_client *k, const char *prefix)
+{
+  struct strbuf sb;
+  strbuf_init(&sb, 1 << 20);
+  cr_assert_eq(kube_client_metrics(k, &sb), GW_OK);
+  char at_line[256];
+  snprintf(at_line, sizeof(at_line), "\n%s", prefix);
+  const char *line = strstr(strbuf_str(&sb), at_line);
+  double v = line ? strtod(line + strlen(at_line), NULL) : -1;
+  strbuf_release(&sb);
+  return v;
+}
+
+/* The controller's Events client: its own token bucket, its requests in the main client's
+ * metrics. */
+Test(kube_client, a_second_client_has_its_own_bucket_and_counts_in_the_first)
+{
+  struct kube_config kc;
+  char err[512];
+  cr_assert_eq(kube_config_load(&kc, C.kubeconfig, "admin", err, sizeof(err)), GW_OK, "%s", err);
+  kc.qps = 10;
+  kc.burst = 2;
+  struct kube_client *a, *b;
+  cr_assert_eq(kube_client_new(&a, &kc, err, sizeof(err)), GW_OK, "%s", err);
+  cr_assert_eq(kube_client_new(&b, &kc, err, sizeof(err)), GW_OK, "%s", err);
+  kube_client_count_in(b, a);
+  struct kube_status st;
+  kube_status_init(&st);
+  for(int i = 0; i < 6; i++) { /* a's bucket is empty after these */
+    cJSON *v = NULL;
+    cr_assert_eq(kube_get(a, &KUBE_NAMESPACES, NULL, NS, &v, &st), GW_OK, "%s", st.message);
+    cJSON_Delete(v);
+  }
+  const char *waited = "godwit_kube_ratelimiter_wait_seconds_total ";
+  const char *gets = "godwit_kube_requests_total{verb=\"get\",code=\"200\"} ";
+  double w_a = metric(a, waited);
+  cr_assert_gt(w_a, 0, "6 requests at qps 10, burst 2 waited");
+  cr_assert_eq(metric(a, gets), 6);
+  for(int i = 0; i < 2; i++) { /* b's own bucket still holds its burst */
+    cJSON *v = NULL;
+    cr_assert_eq(kube_get(b, &KUBE_NAMESPACES, NULL, NS, &v, &st), GW_OK, "%s", st.message);
+    cJSON_Delete(v);
+  }
+  cr_assert_eq(metric(a, gets), 8, "b's requests are counted in a's metrics");
+  cr_assert_eq(metric(a, waited), w_a, "b never waited for a's bucket");
+  kube_client_free(b);
+  kube_client_free(a);
+  kube_config_release(&kc);
+  kube_status_release(&st);
+}
+
 struct worker {
   int id;
   int ok;
