@@ -215,10 +215,9 @@ static gw_rc step(struct mig *m)
   }
   switch(m->phase) {
   case MP_PENDING:
-    /* Validating and the preflight's first attempt go in one write: one status write fewer per
-     * Migration (bench-controller) */
     edit_phase(&m->ed, MP_VALIDATING);
-    return mig_step_validating(m);
+    edit_requeue(&m->ed, 1);
+    return GW_OK;
   case MP_VALIDATING:
     return mig_step_validating(m);
   case MP_CLONING:
