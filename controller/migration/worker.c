@@ -379,7 +379,9 @@ enum worker_state mig_worker(struct mig *m, struct job_view *v)
   case JOB_PENDING:
     if(rj_refusal_due(v)) { /* no Pod yet: refused, or not made yet */
       char refused[768] = "";
-      if(!rj_job_refusal(m->ctx->kube, m->owner.refusals, m->ns, v->name, refused, sizeof(refused)) && *refused)
+      if(!rj_job_refusal(m->ctx->kube, m->owner.refusals, m->ns, v->name, refused,
+                         sizeof(refused)) &&
+         *refused)
         snprintf(v->waiting, sizeof(v->waiting), "FailedCreate: %s", refused);
     }
     if(*v->waiting && !clone_done(m))
