@@ -5,6 +5,8 @@
  *        {"verb":"get","pathRegex":"...","code":504,"delayMs":3000}  answers after 3 s, as a
  *                               server too slow for the client's timeout
  *        {"verb":"create",...,"dryRun":false}  only requests without dryRun (true: only with)
+ *        {"verb":"update",...,"skip":1,"count":-1}  the first matching request is served, every
+ *                               later one fails (a fault that starts at the Nth request)
  *        {"dropWatches":true}   closes every open watch stream now
  *        {"compact":true}       forgets the watch history: older resourceVersions get 410
  *        {"clear":true}         removes every rule (also DELETE /__faults)
@@ -31,6 +33,7 @@ struct rule {
   char pattern[512];
   regex_t re;
   int code, count, retry_after;
+  int skip; /* matching requests still served before the rule answers */
   long delay_ms;
   int dry_run; /* -1 any request, 0 only those without dryRun, 1 only those with it */
   char message[512];
@@ -61,6 +64,10 @@ static cJSON *add_rule(const cJSON *j)
   const cJSON *ra = cJSON_GetObjectItem(j, "retryAfter");
   const cJSON *delay = cJSON_GetObjectItem(j, "delayMs");
   const cJSON *dry = cJSON_GetObjectItem(j, "dryRun");
+  const cJSON *skip = cJSON_GetObjectItem(j, "skip");
+  if(skip && (!cJSON_IsNumber(skip) || skip->valuedouble < 0 || skip->valuedouble > 1000000))
+    return ls_status(400, "BadRequest", NULL, "skip must be a number from 0 to 1000000");
+  r.skip = skip ? skip->valueint : 0;
   r.dry_run = cJSON_IsBool(dry) ? cJSON_IsTrue(dry) : -1;
   r.delay_ms = cJSON_IsNumber(delay) && delay->valuedouble > 0 && delay->valuedouble <= 600000
                  ? (long)delay->valuedouble : 0;
@@ -93,6 +100,7 @@ static cJSON *list_rules(void)
     cJSON_AddStringToObject(o, "pathRegex", rules[i].pattern);
     cJSON_AddNumberToObject(o, "code", rules[i].code);
     cJSON_AddNumberToObject(o, "count", rules[i].count);
+    cJSON_AddNumberToObject(o, "skip", rules[i].skip);
     cJSON_AddNumberToObject(o, "retryAfter", rules[i].retry_after);
     cJSON_AddItemToArray(a, o);
   }
@@ -221,6 +229,10 @@ bool faults_apply(struct ls_req *r, const char *verb)
     bool dry = strstr(r->raw_uri, "dryRun=") != NULL;
     if(!vok || !pok || (ru->dry_run >= 0 && ru->dry_run != dry))
       continue;
+    if(ru->skip > 0) {
+      ru->skip--;
+      break; /* served by the real handler, as if no later rule matched either */
+    }
     if(ru->count > 0)
       ru->count--;
     hit = *ru;

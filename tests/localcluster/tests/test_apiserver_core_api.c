@@ -291,6 +291,20 @@ Test(apiserver_api, fault_injection_answers_for_the_handler)
   cr_assert_eq(r.code, 409);
   cr_assert_str_eq(ra_str(r.json, "reason"), "Conflict");
   ra_resp_free(&r);
+  /* skip: the first matching requests are served, the rule answers from the next one on */
+  cl_fault(&C, "{\"verb\":\"get\",\"pathRegex\":\"/configmaps/kube-root-ca.crt$\",\"code\":503,"
+               "\"skip\":2,\"count\":1}");
+  int codes[4];
+  for(int i = 0; i < 4; i++) {
+    ra_call(&A, "GET", CM "/kube-root-ca.crt", NULL, NULL, &r);
+    codes[i] = (int)r.code;
+    ra_resp_free(&r);
+  }
+  cr_assert(codes[0] == 200 && codes[1] == 200 && codes[2] == 503 && codes[3] == 200,
+            "skipped twice, answered once: %d %d %d %d", codes[0], codes[1], codes[2], codes[3]);
+  ra_call(&A, "POST", "/__faults", NULL, "{\"verb\":\"get\",\"skip\":\"two\"}", &r);
+  cr_assert_eq(r.code, 400, "a skip that is not a number is refused");
+  ra_resp_free(&r);
 }
 
 Test(apiserver_api, up_records_what_down_stops)
