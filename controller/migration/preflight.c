@@ -200,6 +200,14 @@ gw_rc mig_step_validating(struct mig *m)
                         .started_reason = "PreflightStarted",
                         .started_fmt = "preflight Job attempt %d created" };
   enum step_outcome o = mig_step_drive(m, &r, render_preflight, NULL);
+  if(m->phase == MP_PENDING && (o == STEP_PASSED || o == STEP_FAILED)) {
+    /* The pass that writes Validating found the Job already finished: a write of the pass that
+     * created it was lost (a 500, a conflict, a restart). Validating is stored first and the
+     * verdict read on the next pass, so every Migration shows the phase to a watcher. */
+    edit_event_if_written(&m->ed, EV_NORMAL, r.started_reason, r.started_fmt, r.attempt);
+    edit_requeue(&m->ed, 1);
+    o = STEP_WAIT;
+  }
   switch(o) {
   case STEP_WAIT:
   case STEP_ERROR:

@@ -215,9 +215,10 @@ static gw_rc step(struct mig *m)
   }
   switch(m->phase) {
   case MP_PENDING:
+    /* Validating and the preflight's first attempt go in one write: one status write fewer per
+     * Migration (bench-controller); mig_step_validating keeps a verdict for the next pass */
     edit_phase(&m->ed, MP_VALIDATING);
-    edit_requeue(&m->ed, 1);
-    return GW_OK;
+    return mig_step_validating(m);
   case MP_VALIDATING:
     return mig_step_validating(m);
   case MP_CLONING:

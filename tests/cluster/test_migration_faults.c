@@ -70,3 +70,55 @@ Test(migration_faults, a_clone_completes_through_api_faults_without_a_duplicate_
   cr_assert_gt(ctl_metric("godwit_kube_relists_total"), relists0, "the 410 made it relist");
   cr_assert_gt(ctl_metric("godwit_controller_status_conflicts_total"), 0);
 }
+
+/* The Job has its Complete condition (what the controller reads as succeeded). */
+static bool job_succeeded(const char *job)
+{
+  char *out = NULL;
+  int rc = e2e_kubectl(&E, &out, "get job %s -o json", job);
+  cJSON *j = rc || !out ? NULL : cJSON_Parse(out);
+  bool ok = json_condition_true(j, "Complete");
+  cJSON_Delete(j);
+  free(out);
+  return ok;
+}
+
+/* Every status write after Pending is lost (a conflict) until the controller has seen the
+ * preflight Job finish: the pass that finally writes finds a verdict already in. It still stores
+ * Validating first (the phase table's path, what a watcher sees), and the verdict on the pass
+ * after. */
+Test(migration_faults, validating_is_stored_when_the_preflight_finished_during_lost_writes)
+{
+  e2e_start(&E, &(struct e2e_opts){ .faults = true });
+  e2e_load(&E, 1000);
+  cl_fault(&E.c, "{\"verb\":\"update\",\"pathRegex\":\"/migrations/v/status$\",\"code\":409,"
+                 "\"skip\":1,\"count\":100000}");
+  struct e2e_phases p;
+  e2e_phases_start(&p, &E, "v");
+  e2e_apply(&E, E2E_MIGRATION_HEAD, "v");
+  long long end = e2e_mono_ms() + 60000;
+  while(!job_succeeded("v-preflight-1") && e2e_mono_ms() < end)
+    e2e_sleep_ms(50);
+  cr_assert(job_succeeded("v-preflight-1"), "the preflight Job ran while the writes failed");
+  /* Reconciles of one key run one after the other: of two that ended after the test saw the
+   * Job finish, the second began after it, and read the Job finished from its cache. (Counting
+   * lost writes would not do: a pass writes again after a conflict that changed nothing.) */
+  const char *passes = "godwit_controller_reconcile_total{controller=\"migration\"";
+  double before = ctl_metric(passes);
+  while(ctl_metric(passes) < before + 2 && e2e_mono_ms() < end)
+    e2e_sleep_ms(20);
+  cr_assert_geq(ctl_metric(passes), before + 2, "the controller kept reconciling");
+  cr_assert_str_eq(e2e_phase(&E, "v"), "Pending", "no write after Pending landed");
+  cl_fault(&E.c, "{\"clear\":true}");
+  bool done = e2e_wait_complete(&E, "v", 120000);
+  char *d = e2e_describe(&E, "v");
+  cr_assert(done, "not Complete:\n%s", d);
+  free(d);
+  e2e_phases_stop(&p);
+  const char *seen = e2e_phases_list(&p);
+  cr_assert(strstr(seen, "Pending Validating Cloning"), "phases: %s", seen);
+  char *jobs = e2e_jobs(&E, "v");
+  cr_assert_str_eq(jobs, "v-catalog-1\nv-preflight-1\nv-worker-1\n", "no Job twice:\n%s", jobs);
+  free(jobs);
+  cr_assert_eq(e2e_event_count(&E, "v", "PreflightStarted"), 1, "the attempt told once");
+}
