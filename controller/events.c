@@ -42,10 +42,11 @@ size_t event_message(char *buf, size_t size, const char *fmt, va_list ap)
 
 /* ---- the recorder ---- */
 
+/* One per remembered Event. The names are allocated to their length: a full LRU holds
+ * RECORDER_CACHE of these, and fixed buffers sized for the longest names cost 2 MiB there. */
 struct seen {
   char *key;
-  char name[300];
-  char ns[254];
+  char *name, *ns;
   long count;
   char first[32];
   struct seen *prev, *next; /* LRU, most recent first */
@@ -85,6 +86,8 @@ static void free_seen(void *p)
 {
   struct seen *s = p;
   free(s->key);
+  free(s->name);
+  free(s->ns);
   free(s);
 }
 
@@ -168,8 +171,12 @@ static gw_rc create_event(struct recorder *r, const cJSON *obj, const char *ns, 
     nsec = r->last_ns + 1; /* names stay unique even within one clock tick */
   r->last_ns = nsec;
   const char *oname = json_get_str(obj, "metadata.name");
-  snprintf(s->name, sizeof(s->name), "%.200s.%llx", oname ? oname : "object", nsec);
-  snprintf(s->ns, sizeof(s->ns), "%s", ns);
+  char name[300];
+  snprintf(name, sizeof(name), "%.200s.%llx", oname ? oname : "object", nsec);
+  s->name = strdup(name);
+  s->ns = strdup(ns);
+  if(!s->name || !s->ns)
+    return GW_ENOMEM;
   kt_rfc3339(s->first, sizeof(s->first), ts.tv_sec);
   s->count = 1;
   cJSON *ev = cJSON_CreateObject();
