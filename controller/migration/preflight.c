@@ -205,8 +205,11 @@ gw_rc mig_step_validating(struct mig *m)
      * created it was lost (a 500, a conflict, a restart). Validating is stored first and the
      * verdict read on the next pass, so every Migration shows the phase to a watcher. */
     edit_event_if_written(&m->ed, EV_NORMAL, r.started_reason, r.started_fmt, r.attempt);
+    edit_cond(&m->ed, C_VALIDATED, COND_UNKNOWN, "PreflightRunning",
+              "the preflight Job %s has finished; its verdict is read next", r.v.name);
     edit_requeue(&m->ed, 1);
-    o = STEP_WAIT;
+    step_run_release(&r);
+    return GW_OK;
   }
   switch(o) {
   case STEP_WAIT:
