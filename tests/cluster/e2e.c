@@ -646,6 +646,17 @@ bool e2e_phases_saw(struct e2e_phases *ph, const char *phase)
   return rec_has(p, p->seen[0], sizeof(p->seen[0]), &p->n, phase, NULL);
 }
 
+bool e2e_phases_wait(struct e2e_phases *ph, const char *phase, int timeout_ms)
+{
+  long long end = now_ms() + timeout_ms;
+  while(!e2e_phases_saw(ph, phase)) {
+    if(now_ms() >= end)
+      return false;
+    e2e_sleep_ms(20);
+  }
+  return true;
+}
+
 const char *e2e_phases_list(struct e2e_phases *ph)
 {
   struct e2e_rec *p = ph->r;

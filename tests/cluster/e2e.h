@@ -179,6 +179,9 @@ void e2e_phases_start(struct e2e_phases *p, struct e2e *e, const char *name);
  * test early leaves no thread on a freed client). What was seen stays readable. */
 void e2e_phases_stop(struct e2e_phases *p);
 bool e2e_phases_saw(struct e2e_phases *p, const char *phase);
+/* Waits until the recording saw phase (however briefly it lasted: e2e_wait_phase polls the
+ * current phase and misses one that lasts less than its interval). */
+bool e2e_phases_wait(struct e2e_phases *p, const char *phase, int timeout_ms);
 /* "Pending Validating Cloning ..." (thread-local buffer). */
 const char *e2e_phases_list(struct e2e_phases *p);
 /* Whether an update showed that phase with that CloneCompleted reason ("-": none); msg (when not
