@@ -11,9 +11,9 @@
 /* GRANT "owner" TO "role" on the target, clone tier. */
 static void fix_membership(struct pf_ctx *c, struct pf_out *r, const char *owner)
 {
-  char *qo = pgc_ident(c->dst_c, owner), *qr = pgc_ident(c->dst_c, c->dst_role);
+  char *qo = pgc_ident(c->st.dst_c, owner), *qr = pgc_ident(c->st.dst_c, c->dst_role);
   if(qo && qr)
-    pf_fix(c, r, PF_CLONE, PF_TARGET, "GRANT %s TO %s", qo, qr);
+    pf_fix(c, r, PF_CLONE, ST_TARGET, "GRANT %s TO %s", qo, qr);
   else
     pf_block(r, "out of memory");
   free(qo);
@@ -24,7 +24,7 @@ static bool dst_is_super(struct pf_ctx *c)
 {
   char v[8] = "";
   struct pgc_err e;
-  return !pgc_value(c->dst_c, &e, v, sizeof(v),
+  return !pgc_value(c->st.dst_c, &e, v, sizeof(v),
                     "SELECT rolsuper FROM pg_roles WHERE rolname = current_user", 0, NULL) &&
          !strcmp(v, "t");
 }
@@ -36,7 +36,7 @@ static void one_extension(struct pf_ctx *c, struct pf_out *r, const char *name, 
   const char *params[] = { name };
   struct pgc_err e;
   PGresult *res = pgc_query(
-    c->dst_c, &e,
+    c->st.dst_c, &e,
     "SELECT e.extversion, pg_get_userbyid(e.extowner), "
     "  coalesce(pg_has_role(e.extowner, 'USAGE'), false), "
     "  (SELECT o.rolsuper FROM pg_roles o WHERE o.oid = e.extowner), a.default_version, "
@@ -77,7 +77,7 @@ static void one_extension(struct pf_ctx *c, struct pf_out *r, const char *name, 
   } else if(needs_super && !super) {
     pf_appendf(bad, badlen, "%s%s needs a superuser to be created (it is not trusted)",
                bad[0] ? "; " : "", name);
-    char *q = pgc_ident(c->dst_c, name);
+    char *q = pgc_ident(c->st.dst_c, name);
     pf_block(r, "as a superuser on the target: CREATE EXTENSION %s (the clone then finds it "
                 "installed)", q ? q : name);
     free(q);
@@ -90,7 +90,7 @@ static void one_extension(struct pf_ctx *c, struct pf_out *r, const char *name, 
 
 void pf_chk_extensions(struct pf_ctx *c, struct pf_out *r)
 {
-  const struct pf_list *l = &c->o->extensions;
+  const struct pf_list *l = &c->o.extensions;
   if(!l->n) {
     pf_skip(r, "no extension listed: pgcopydb runs with --skip-extensions, and the target must "
                "already have the extensions the schema uses");
@@ -114,7 +114,7 @@ void pf_chk_extensions(struct pf_ctx *c, struct pf_out *r)
 void pf_chk_create_db(struct pf_ctx *c, struct pf_out *r)
 {
   struct pgc_err e;
-  PGresult *res = pgc_query(c->dst_c, &e,
+  PGresult *res = pgc_query(c->st.dst_c, &e,
                             "SELECT has_database_privilege(current_database(), 'CREATE'), "
                             "current_database()",
                             0, NULL);
@@ -128,9 +128,9 @@ void pf_chk_create_db(struct pf_ctx *c, struct pf_out *r)
   } else {
     pf_fail(r, "role \"%s\" lacks CREATE on database \"%s\" of the target: pg_restore cannot "
                "create the schemas", c->dst_role, db);
-    char *qd = pgc_ident(c->dst_c, db), *qr = pgc_ident(c->dst_c, c->dst_role);
+    char *qd = pgc_ident(c->st.dst_c, db), *qr = pgc_ident(c->st.dst_c, c->dst_role);
     if(qd && qr)
-      pf_fix(c, r, PF_CLONE, PF_TARGET, "GRANT CREATE ON DATABASE %s TO %s", qd, qr);
+      pf_fix(c, r, PF_CLONE, ST_TARGET, "GRANT CREATE ON DATABASE %s TO %s", qd, qr);
     free(qd);
     free(qr);
   }
@@ -144,7 +144,7 @@ void pf_chk_create_schemas(struct pf_ctx *c, struct pf_out *r)
   char *arr = pgc_text_array((const char *const *)c->schemas, c->nschemas);
   const char *params[] = { arr ? arr : "{}" };
   struct pgc_err e;
-  PGresult *res = pgc_query(c->dst_c, &e,
+  PGresult *res = pgc_query(c->st.dst_c, &e,
                             "SELECT n.nspname, has_schema_privilege(n.oid, 'USAGE'), "
                             "has_schema_privilege(n.oid, 'CREATE') FROM pg_namespace n "
                             "WHERE n.nspname = ANY($1::text[]) ORDER BY 1",
@@ -163,9 +163,9 @@ void pf_chk_create_schemas(struct pf_ctx *c, struct pf_out *r)
     if(usage && create)
       continue;
     pf_appendf(lacking, sizeof(lacking), "%s%s", nbad++ ? ", " : "", s);
-    char *qs = pgc_ident(c->dst_c, s), *qr = pgc_ident(c->dst_c, c->dst_role);
+    char *qs = pgc_ident(c->st.dst_c, s), *qr = pgc_ident(c->st.dst_c, c->dst_role);
     if(qs && qr)
-      pf_fix(c, r, PF_CLONE, PF_TARGET, "GRANT %s ON SCHEMA %s TO %s",
+      pf_fix(c, r, PF_CLONE, ST_TARGET, "GRANT %s ON SCHEMA %s TO %s",
              usage ? "CREATE" : "USAGE, CREATE", qs, qr);
     free(qs);
     free(qr);
@@ -184,7 +184,7 @@ void pf_chk_create_schemas(struct pf_ctx *c, struct pf_out *r)
 
 void pf_chk_owner_after_restore(struct pf_ctx *c, struct pf_out *r)
 {
-  const char *owner = c->o->owner_after_restore;
+  const char *owner = c->o.owner_after_restore;
   if(!owner || !*owner) {
     pf_skip(r, "spec.clone.ownerAfterRestore is not set");
     return;
@@ -192,12 +192,12 @@ void pf_chk_owner_after_restore(struct pf_ctx *c, struct pf_out *r)
   const char *params[] = { owner };
   char super[8] = "";
   struct pgc_err e;
-  if(pgc_value(c->dst_c, &e, super, sizeof(super),
+  if(pgc_value(c->st.dst_c, &e, super, sizeof(super),
                "SELECT rolsuper FROM pg_roles WHERE rolname = $1", 1, params)) {
     pf_query_failed(r, &e, "read the target's roles");
     return;
   }
-  char *qo = pgc_ident(c->dst_c, owner);
+  char *qo = pgc_ident(c->st.dst_c, owner);
   if(!super[0]) {
     pf_fail(r, "role \"%s\" (spec.clone.ownerAfterRestore) does not exist on the target", owner);
     pf_block(r, "as a superuser on the target: CREATE ROLE %s NOLOGIN; or fix "
@@ -207,11 +207,11 @@ void pf_chk_owner_after_restore(struct pf_ctx *c, struct pf_out *r)
   }
   char sql[400];
   snprintf(sql, sizeof(sql), "SET LOCAL ROLE %s", qo ? qo : "none");
-  int rc = pgc_exec(c->dst_c, &e, "BEGIN");
+  int rc = pgc_exec(c->st.dst_c, &e, "BEGIN");
   if(!rc)
-    rc = pgc_exec(c->dst_c, &e, sql);
+    rc = pgc_exec(c->st.dst_c, &e, sql);
   struct pgc_err ignored;
-  (void)pgc_exec(c->dst_c, &ignored, "ROLLBACK");
+  (void)pgc_exec(c->st.dst_c, &ignored, "ROLLBACK");
   if(!rc) {
     pf_pass(r, "role \"%s\" can SET ROLE to \"%s\" on the target (tried in a rolled-back "
                "transaction)", c->dst_role, owner);
@@ -241,7 +241,7 @@ void pf_chk_db_owner(struct pf_ctx *c, struct pf_out *r)
   }
   char n[32] = "";
   struct pgc_err e;
-  if(pgc_value(c->src_c, &e, n, sizeof(n),
+  if(pgc_value(c->st.src_c, &e, n, sizeof(n),
                "SELECT count(*) FROM pg_db_role_setting s JOIN pg_database d "
                "ON d.oid = s.setdatabase WHERE d.datname = current_database() AND s.setrole = 0",
                0, NULL)) {
@@ -252,7 +252,7 @@ void pf_chk_db_owner(struct pf_ctx *c, struct pf_out *r)
     pf_pass(r, "the source database has no properties (ALTER DATABASE ... SET) to copy");
     return;
   }
-  PGresult *res = pgc_query(c->dst_c, &e,
+  PGresult *res = pgc_query(c->st.dst_c, &e,
                             "SELECT pg_has_role(d.datdba, 'USAGE'), pg_get_userbyid(d.datdba), "
                             "o.rolsuper, d.datname, (SELECT rolsuper FROM pg_roles "
                             "WHERE rolname = current_user) FROM pg_database d "
@@ -270,7 +270,7 @@ void pf_chk_db_owner(struct pf_ctx *c, struct pf_out *r)
   } else if(PQgetvalue(res, 0, 2)[0] == 't') {
     pf_fail(r, "the source database has %s properties, and the target database \"%s\" belongs "
                "to superuser \"%s\": role \"%s\" cannot set them", n, db, owner, c->dst_role);
-    char *qd = pgc_ident(c->dst_c, db), *qr = pgc_ident(c->dst_c, c->dst_role);
+    char *qd = pgc_ident(c->st.dst_c, db), *qr = pgc_ident(c->st.dst_c, c->dst_role);
     pf_block(r, "as a superuser on the target: ALTER DATABASE %s OWNER TO %s", qd ? qd : db,
              qr ? qr : c->dst_role);
     free(qd);

@@ -30,7 +30,7 @@ void pf_chk_wal_level(struct pf_ctx *c, struct pf_out *r)
 {
   char v[32];
   struct pgc_err e;
-  if(pgc_value(c->src_c, &e, v, sizeof(v), "SELECT current_setting('wal_level')", 0, NULL)) {
+  if(pgc_value(c->st.src_c, &e, v, sizeof(v), "SELECT current_setting('wal_level')", 0, NULL)) {
     pf_query_failed(r, &e, "read wal_level on the source");
     return;
   }
@@ -45,9 +45,9 @@ void pf_chk_wal_level(struct pf_ctx *c, struct pf_out *r)
 
 void pf_chk_slots(struct pf_ctx *c, struct pf_out *r)
 {
-  const char *params[] = { c->o->slot_name };
+  const char *params[] = { c->st.o.slot_name };
   struct pgc_err e;
-  PGresult *res = pgc_query(c->src_c, &e,
+  PGresult *res = pgc_query(c->st.src_c, &e,
                             "SELECT current_setting('max_replication_slots')::int, "
                             "(SELECT count(*) FROM pg_replication_slots)::int, "
                             "current_setting('max_wal_senders')::int, "
@@ -62,10 +62,10 @@ void pf_chk_slots(struct pf_ctx *c, struct pf_out *r)
   int maxw = atoi(PQgetvalue(res, 0, 2)), senders = atoi(PQgetvalue(res, 0, 3));
   bool taken = PQgetvalue(res, 0, 4)[0] == 't';
   PQclear(res);
-  char *lit = PQescapeLiteral(c->src_c, c->o->slot_name, strlen(c->o->slot_name));
+  char *lit = PQescapeLiteral(c->st.src_c, c->st.o.slot_name, strlen(c->st.o.slot_name));
   if(taken) {
     pf_fail(r, "a replication slot named \"%s\" already exists on the source (another migration, "
-               "or one not cleaned up): pgcopydb would fail to create it", c->o->slot_name);
+               "or one not cleaned up): pgcopydb would fail to create it", c->st.o.slot_name);
     pf_block(r, "if no migration uses it, on the source: SELECT pg_drop_replication_slot(%s) "
                 "(or pgcopydb stream cleanup)", lit ? lit : "?");
   } else if(maxs - used < 1) {
@@ -77,7 +77,7 @@ void pf_chk_slots(struct pf_ctx *c, struct pf_out *r)
     pf_block(r, "raise max_wal_senders on the source (ALTER SYSTEM, then restart)");
   } else {
     pf_pass(r, "%d of %d replication slots and %d of %d WAL senders free on the source; no slot "
-               "named \"%s\" yet", maxs - used, maxs, maxw - senders, maxw, c->o->slot_name);
+               "named \"%s\" yet", maxs - used, maxs, maxw - senders, maxw, c->st.o.slot_name);
   }
   PQfreemem(lit);
 }
@@ -85,7 +85,7 @@ void pf_chk_slots(struct pf_ctx *c, struct pf_out *r)
 void pf_chk_replication_role(struct pf_ctx *c, struct pf_out *r)
 {
   struct pgc_err e;
-  PGresult *res = pgc_query(c->src_c, &e,
+  PGresult *res = pgc_query(c->st.src_c, &e,
                             "SELECT rolreplication, rolsuper FROM pg_roles "
                             "WHERE rolname = current_user",
                             0, NULL);
@@ -101,9 +101,9 @@ void pf_chk_replication_role(struct pf_ctx *c, struct pf_out *r)
   }
   pf_fail(r, "role \"%s\" has neither REPLICATION nor superuser on the source: it cannot create "
              "the replication slot", c->src_role);
-  char *q = pgc_ident(c->src_c, c->src_role);
+  char *q = pgc_ident(c->st.src_c, c->src_role);
   if(q)
-    pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "ALTER ROLE %s REPLICATION", q);
+    pf_fix(c, r, PF_FOLLOW, ST_SOURCE, "ALTER ROLE %s REPLICATION", q);
   free(q);
 }
 
@@ -117,15 +117,15 @@ static int try_slot(struct pf_ctx *c, const char *plugin, struct pgc_err *e)
   snprintf(name, sizeof(name), "godwit_preflight_%ld", (long)getpid());
   const char *params[] = { name, plugin };
   struct pgc_err ignored;
-  (void)pgc_exec(c->src_c, &ignored, "SET statement_timeout = '20s'");
-  PGresult *res = pgc_query(c->src_c, e,
+  (void)pgc_exec(c->st.src_c, &ignored, "SET statement_timeout = '20s'");
+  PGresult *res = pgc_query(c->st.src_c, e,
                             "SELECT lsn FROM pg_create_logical_replication_slot($1, $2, true)", 2,
                             params);
   if(res) {
     PQclear(res);
-    PQclear(pgc_query(c->src_c, &ignored, "SELECT pg_drop_replication_slot($1)", 1, params));
+    PQclear(pgc_query(c->st.src_c, &ignored, "SELECT pg_drop_replication_slot($1)", 1, params));
   }
-  (void)pgc_exec(c->src_c, &ignored, "RESET statement_timeout");
+  (void)pgc_exec(c->st.src_c, &ignored, "RESET statement_timeout");
   return res ? 0 : -1;
 }
 
@@ -155,7 +155,7 @@ static int read_allowed(struct pf_ctx *c, struct pgc_err *e, struct allowed_list
 {
   memset(l, 0, sizeof(*l));
   bool isnull = false;
-  if(!setting_of(c->src_c, e, l->value, sizeof(l->value), &isnull)) {
+  if(!setting_of(c->st.src_c, e, l->value, sizeof(l->value), &isnull)) {
     l->has = l->known = !isnull;
     return 0;
   }
@@ -203,8 +203,8 @@ static void not_allowed(struct pf_ctx *c, struct pf_out *r, const char *plugin,
                 "SET, one quoted name per library) and reload the configuration", plugin);
     return;
   }
-  pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "ALTER SYSTEM SET output_plugin_libraries = %s", list);
-  pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "%s", PF_RELOAD_SQL);
+  pf_fix(c, r, PF_FOLLOW, ST_SOURCE, "ALTER SYSTEM SET output_plugin_libraries = %s", list);
+  pf_fix(c, r, PF_FOLLOW, ST_SOURCE, "%s", PF_RELOAD_SQL);
 }
 
 /* Whether e is the server refusing the plugin because output_plugin_libraries lacks it. */
@@ -228,8 +228,8 @@ void pf_chk_output_plugin(struct pf_ctx *c, struct pf_out *r)
   const struct pgcopydb_version v = { c->pgcopydb.known, c->pgcopydb.major, c->pgcopydb.minor };
   const char *cand[PGCOPYDB_MAX_PLUGINS];
   size_t n = pgcopydb_plugins(&v, cand);
-  if(c->o->plugin && *c->o->plugin) {
-    cand[0] = c->o->plugin;
+  if(c->st.o.plugin && *c->st.o.plugin) {
+    cand[0] = c->st.o.plugin;
     n = 1;
   }
   struct allowed_list l;
@@ -290,7 +290,7 @@ void pf_chk_sentinel(struct pf_ctx *c, struct pf_out *r)
   }
   struct pgc_err e;
   PGresult *res = pgc_query(
-    c->src_c, &e,
+    c->st.src_c, &e,
     "SELECT has_database_privilege(current_database(), 'CREATE'), current_database(), "
     "  n.oid IS NOT NULL, "
     "  coalesce(has_schema_privilege(n.oid, 'USAGE') AND has_schema_privilege(n.oid, 'CREATE'), "
@@ -324,9 +324,9 @@ void pf_chk_sentinel(struct pf_ctx *c, struct pf_out *r)
     pf_fail(r, "role \"%s\" lacks CREATE on the source database \"%s\": pgcopydb %s keeps its "
                "follow sentinel in a pgcopydb schema there", c->src_role, db,
             c->pgcopydb.known ? c->pgcopydb.text : "before 0.18");
-    char *qd = pgc_ident(c->src_c, db), *qr = pgc_ident(c->src_c, c->src_role);
+    char *qd = pgc_ident(c->st.src_c, db), *qr = pgc_ident(c->st.src_c, c->src_role);
     if(qd && qr)
-      pf_fix(c, r, PF_FOLLOW, PF_SOURCE, "GRANT CREATE ON DATABASE %s TO %s", qd, qr);
+      pf_fix(c, r, PF_FOLLOW, ST_SOURCE, "GRANT CREATE ON DATABASE %s TO %s", qd, qr);
     free(qd);
     free(qr);
   }
@@ -356,7 +356,7 @@ static size_t list_tables(struct pf_ctx *c, bool (*bad)(const struct pf_table *)
     if(n++ < 8)
       pf_appendf(list, len, "%s%s.%s", n > 1 ? ", " : "", t->schema, t->name);
     if(n == 1) {
-      char *qs = pgc_ident(c->src_c, t->schema), *qt = pgc_ident(c->src_c, t->name);
+      char *qs = pgc_ident(c->st.src_c, t->schema), *qt = pgc_ident(c->st.src_c, t->name);
       snprintf(fix, fixlen, fmt, qs ? qs : t->schema, qt ? qt : t->name);
       free(qs);
       free(qt);
@@ -416,7 +416,7 @@ void pf_chk_unlogged(struct pf_ctx *c, struct pf_out *r)
 void pf_chk_origin(struct pf_ctx *c, struct pf_out *r)
 {
   struct pgc_err e;
-  PGresult *res = pgc_query(c->dst_c, &e,
+  PGresult *res = pgc_query(c->st.dst_c, &e,
                             "SELECT p.oid::regprocedure::text, "
                             "has_function_privilege(p.oid, 'EXECUTE') FROM pg_proc p "
                             "WHERE p.pronamespace = 'pg_catalog'::regnamespace "
@@ -427,11 +427,11 @@ void pf_chk_origin(struct pf_ctx *c, struct pf_out *r)
     return;
   }
   int n = PQntuples(res), missing = 0;
-  char *qr = pgc_ident(c->dst_c, c->dst_role);
+  char *qr = pgc_ident(c->st.dst_c, c->dst_role);
   for(int i = 0; i < n && qr; i++)
     if(PQgetvalue(res, i, 1)[0] != 't') {
       missing++;
-      pf_fix(c, r, PF_FOLLOW, PF_TARGET, "GRANT EXECUTE ON FUNCTION pg_catalog.%s TO %s",
+      pf_fix(c, r, PF_FOLLOW, ST_TARGET, "GRANT EXECUTE ON FUNCTION pg_catalog.%s TO %s",
              PQgetvalue(res, i, 0), qr);
     }
   free(qr);
@@ -447,10 +447,10 @@ void pf_chk_origin(struct pf_ctx *c, struct pf_out *r)
 void pf_chk_session_role(struct pf_ctx *c, struct pf_out *r)
 {
   struct pgc_err e, ignored;
-  int rc = pgc_exec(c->dst_c, &e, "BEGIN");
+  int rc = pgc_exec(c->st.dst_c, &e, "BEGIN");
   if(!rc)
-    rc = pgc_exec(c->dst_c, &e, "SET LOCAL session_replication_role = replica");
-  (void)pgc_exec(c->dst_c, &ignored, "ROLLBACK");
+    rc = pgc_exec(c->st.dst_c, &e, "SET LOCAL session_replication_role = replica");
+  (void)pgc_exec(c->st.dst_c, &ignored, "ROLLBACK");
   if(!rc) {
     pf_pass(r, "role \"%s\" may SET session_replication_role on the target (tried in a "
                "rolled-back transaction)", c->dst_role);
@@ -467,8 +467,8 @@ void pf_chk_session_role(struct pf_ctx *c, struct pf_out *r)
                 "superuser on the target");
     return;
   }
-  char *q = pgc_ident(c->dst_c, c->dst_role);
+  char *q = pgc_ident(c->st.dst_c, c->dst_role);
   if(q)
-    pf_fix(c, r, PF_FOLLOW, PF_TARGET, "GRANT SET ON PARAMETER session_replication_role TO %s", q);
+    pf_fix(c, r, PF_FOLLOW, ST_TARGET, "GRANT SET ON PARAMETER session_replication_role TO %s", q);
   free(q);
 }

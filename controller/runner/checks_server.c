@@ -11,13 +11,13 @@
 #include "pgcopydb.h"
 #include "preflight.h"
 
-static void connect_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
+static void connect_side(struct pf_ctx *c, struct pf_out *r, enum st_side s)
 {
-  struct pgc_endpoint *ep = s == PF_SOURCE ? &c->src : &c->dst;
-  PGconn **cp = s == PF_SOURCE ? &c->src_c : &c->dst_c;
+  struct pgc_endpoint *ep = s == ST_SOURCE ? &c->st.src : &c->st.dst;
+  PGconn **cp = s == ST_SOURCE ? &c->st.src_c : &c->st.dst_c;
   if(!*cp) {
     char why[512];
-    enum pgc_class k = pgc_connect(ep, &c->retry, cp, why, sizeof(why));
+    enum pgc_class k = pgc_connect(ep, &c->st.retry, cp, why, sizeof(why));
     if(k != PGC_OK) {
       pf_fail(r, "cannot connect to %s: %s", ep->desc, why);
       r->transient = k == PGC_TRANSIENT;
@@ -25,13 +25,13 @@ static void connect_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
         pf_block(r,
                  "the server did not answer %d attempts of %d s: check that it runs and that "
                  "the cluster reaches it (host, port, network policy); the step is retried",
-                 c->retry.attempts, c->retry.connect_timeout);
+                 c->st.retry.attempts, c->st.retry.connect_timeout);
       else
         pf_block(r,
                  "fix the user, password or database of the URI in the Secret named by "
                  "spec.%s.connectionSecretRef, or let the server admit this role (pg_hba.conf, "
                  "CONNECT on the database)",
-                 pf_side_name(s));
+                 st_side_name(s));
       return;
     }
   }
@@ -45,23 +45,23 @@ static void connect_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
     pf_query_failed(r, &e, "run select 1");
     return;
   }
-  char *role = s == PF_SOURCE ? c->src_role : c->dst_role;
-  char *ver = s == PF_SOURCE ? c->src_ver : c->dst_ver;
+  char *role = s == ST_SOURCE ? c->src_role : c->dst_role;
+  char *ver = s == ST_SOURCE ? c->src_ver : c->dst_ver;
   snprintf(role, sizeof(c->src_role), "%s", PQgetvalue(res, 0, 1));
   snprintf(ver, sizeof(c->src_ver), "%s", PQgetvalue(res, 0, 2));
-  *(s == PF_SOURCE ? &c->src_num : &c->dst_num) = atoi(PQgetvalue(res, 0, 3));
+  *(s == ST_SOURCE ? &c->src_num : &c->dst_num) = atoi(PQgetvalue(res, 0, 3));
   PQclear(res);
   pf_pass(r, "%s answered select 1 (PostgreSQL %s)", ep->desc, ver);
 }
 
 void pf_chk_connect_source(struct pf_ctx *c, struct pf_out *r)
 {
-  connect_side(c, r, PF_SOURCE);
+  connect_side(c, r, ST_SOURCE);
 }
 
 void pf_chk_connect_target(struct pf_ctx *c, struct pf_out *r)
 {
-  connect_side(c, r, PF_TARGET);
+  connect_side(c, r, ST_TARGET);
 }
 
 /* Decision: the same major version passes; an older source than target (an upgrade) passes
@@ -138,7 +138,7 @@ void pf_detect_pgcopydb(struct pf_pgcopydb *p, const char *override)
 void pf_chk_pgcopydb(struct pf_ctx *c, struct pf_out *r)
 {
   const struct pf_pgcopydb *p = &c->pgcopydb;
-  if(c->o->include_schemas.n && pf_pgcopydb_older(c, 0, 13)) {
+  if(c->o.include_schemas.n && pf_pgcopydb_older(c, 0, 13)) {
     pf_fail(r, "spec.clone.filters.includeOnlySchemas needs pgcopydb 0.13 or newer, and the "
                "worker runs %s, which would ignore the section and copy every schema", p->text);
     pf_block(r, "list the schemas to leave out in spec.clone.filters.excludeSchemas instead, or "
@@ -146,8 +146,8 @@ void pf_chk_pgcopydb(struct pf_ctx *c, struct pf_out *r)
     return;
   }
   const struct pgcopydb_version v = { p->known, p->major, p->minor };
-  const char *want = c->o->plugin;
-  if(c->o->follow && want && *want && !pgcopydb_plugin_supported(&v, want)) {
+  const char *want = c->st.o.plugin;
+  if(c->o.follow && want && *want && !pgcopydb_plugin_supported(&v, want)) {
     const char *can[PGCOPYDB_MAX_PLUGINS];
     size_t n = pgcopydb_plugins(&v, can);
     pf_fail(r, "pgcopydb %s decodes changes with %s%s%s, not \"%s\"",
@@ -168,19 +168,19 @@ void pf_chk_pgcopydb(struct pf_ctx *c, struct pf_out *r)
     pf_pass(r, "pgcopydb %s", p->text);
 }
 
-static void su_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
+static void su_side(struct pf_ctx *c, struct pf_out *r, enum st_side s)
 {
-  struct pgc_endpoint *ep = s == PF_SOURCE ? &c->su_src : &c->su_dst;
-  PGconn **cp = s == PF_SOURCE ? &c->su_src_c : &c->su_dst_c;
+  struct pgc_endpoint *ep = s == ST_SOURCE ? &c->su_src : &c->su_dst;
+  PGconn **cp = s == ST_SOURCE ? &c->su_src_c : &c->su_dst_c;
   if(!*cp) {
     char why[512];
-    enum pgc_class k = pgc_connect(ep, &c->retry, cp, why, sizeof(why));
+    enum pgc_class k = pgc_connect(ep, &c->st.retry, cp, why, sizeof(why));
     if(k != PGC_OK) {
       pf_fail(r, "cannot connect to %s: %s", ep->desc, why);
       r->transient = k == PGC_TRANSIENT;
       pf_block(r, "fix the user or password of the URI in the Secret named by "
                   "spec.superuserSecretRef (its host and database are not used: each side's "
-                  "come from spec.%s)", pf_side_name(s));
+                  "come from spec.%s)", st_side_name(s));
       return;
     }
   }
@@ -200,12 +200,12 @@ static void su_side(struct pf_ctx *c, struct pf_out *r, enum pf_side s)
 
 void pf_chk_su_source(struct pf_ctx *c, struct pf_out *r)
 {
-  su_side(c, r, PF_SOURCE);
+  su_side(c, r, ST_SOURCE);
 }
 
 void pf_chk_su_target(struct pf_ctx *c, struct pf_out *r)
 {
-  su_side(c, r, PF_TARGET);
+  su_side(c, r, ST_TARGET);
 }
 
 /* pgcopydb reads pg_database (encoding, properties); 0.18's --all-databases lists every
@@ -215,14 +215,14 @@ void pf_chk_listing(struct pf_ctx *c, struct pf_out *r)
   char n[2][32];
   for(int s = 0; s < 2; s++) {
     struct pgc_err e;
-    if(pgc_value(pf_conn(c, (enum pf_side)s), &e, n[s], sizeof(n[s]),
+    if(pgc_value(pf_conn(c, (enum st_side)s), &e, n[s], sizeof(n[s]),
                  "SELECT count(*) FROM pg_catalog.pg_database", 0, NULL)) {
       char what[160];
-      snprintf(what, sizeof(what), "list the databases on the %s", pf_side_name((enum pf_side)s));
+      snprintf(what, sizeof(what), "list the databases on the %s", st_side_name((enum st_side)s));
       pf_query_failed(r, &e, what);
       if(!r->transient)
         pf_block(r, "as a superuser on the %s: GRANT SELECT ON pg_catalog.pg_database TO %s",
-                 pf_side_name((enum pf_side)s), pf_role(c, (enum pf_side)s));
+                 st_side_name((enum st_side)s), pf_role(c, (enum st_side)s));
       return;
     }
   }
@@ -244,13 +244,13 @@ void pf_chk_scope(struct pf_ctx *c, struct pf_out *r)
   if(c->nschemas > 12)
     pf_appendf(list, sizeof(list), " and %zu more", c->nschemas - 12);
   char missing[300] = "";
-  for(size_t i = 0; i < c->o->include_schemas.n; i++) {
+  for(size_t i = 0; i < c->o.include_schemas.n; i++) {
     bool found = false;
     for(size_t k = 0; k < c->nschemas && !found; k++)
-      found = !strcmp(c->schemas[k], c->o->include_schemas.v[i]);
+      found = !strcmp(c->schemas[k], c->o.include_schemas.v[i]);
     if(!found)
       pf_appendf(missing, sizeof(missing), "%s\"%s\"", missing[0] ? ", " : "",
-                 c->o->include_schemas.v[i]);
+                 c->o.include_schemas.v[i]);
   }
   if(missing[0])
     pf_warn(r, "included schemas missing on the source: %s; %zu schemas in scope: %s", missing,
@@ -268,7 +268,7 @@ void pf_chk_read(struct pf_ctx *c, struct pf_out *r)
   char *arr = pgc_text_array((const char *const *)c->schemas, c->nschemas);
   const char *params[] = { arr ? arr : "{}" };
   PGresult *res = pgc_query(
-    c->src_c, &e,
+    c->st.src_c, &e,
     "SELECT n.nspname, coalesce(c.relname, ''), c.relkind::text, "
     "       has_schema_privilege(n.oid, 'USAGE') "
     "FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid "
@@ -295,7 +295,7 @@ void pf_chk_read(struct pf_ctx *c, struct pf_out *r)
                  *rel ? rel : " (schema)");
     if(strcmp(last, sch)) {
       snprintf(last, sizeof(last), "%s", sch);
-      char *qs = pgc_ident(c->src_c, sch), *qr = pgc_ident(c->src_c, c->src_role);
+      char *qs = pgc_ident(c->st.src_c, sch), *qr = pgc_ident(c->st.src_c, c->src_role);
       if(qs && qr)
         pf_appendf(fix, sizeof(fix), "%sGRANT USAGE ON SCHEMA %s TO %s; GRANT SELECT ON ALL "
                    "TABLES IN SCHEMA %s TO %s; GRANT SELECT ON ALL SEQUENCES IN SCHEMA %s TO %s",

@@ -56,7 +56,7 @@ void pf_appendf(char *buf, size_t len, const char *fmt, ...)
   va_end(ap);
 }
 
-void pf_fix(struct pf_ctx *c, struct pf_out *r, enum pf_tier tier, enum pf_side side,
+void pf_fix(struct pf_ctx *c, struct pf_out *r, enum pf_tier tier, enum st_side side,
             const char *fmt, ...)
 {
   char sql[1024];
@@ -103,24 +103,14 @@ void pf_query_failed(struct pf_out *r, const struct pgc_err *e, const char *what
     pf_block(r, "fix what the server's error quoted here names, on the server the check ran on");
 }
 
-PGconn *pf_conn(struct pf_ctx *c, enum pf_side s)
+PGconn *pf_conn(struct pf_ctx *c, enum st_side s)
 {
-  return s == PF_SOURCE ? c->src_c : c->dst_c;
+  return s == ST_SOURCE ? c->st.src_c : c->st.dst_c;
 }
 
-const char *pf_desc(const struct pf_ctx *c, enum pf_side s)
+const char *pf_role(const struct pf_ctx *c, enum st_side s)
 {
-  return s == PF_SOURCE ? c->src.desc : c->dst.desc;
-}
-
-const char *pf_role(const struct pf_ctx *c, enum pf_side s)
-{
-  return s == PF_SOURCE ? c->src_role : c->dst_role;
-}
-
-const char *pf_side_name(enum pf_side s)
-{
-  return s == PF_SOURCE ? "source" : "target";
+  return s == ST_SOURCE ? c->src_role : c->dst_role;
 }
 
 const char *pf_tier_name(enum pf_tier t)

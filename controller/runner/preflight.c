@@ -50,11 +50,11 @@ static bool applies(const struct pf_ctx *c, enum pf_when w)
   case PF_ALWAYS:
     return true;
   case PF_WITH_FOLLOW:
-    return c->o->follow;
+    return c->o.follow;
   case PF_WITH_SUPERUSER:
     return c->have_su;
   case PF_WITH_FOLLOW_SUPERUSER:
-    return c->o->follow && c->have_su;
+    return c->o.follow && c->have_su;
   }
   return false;
 }
@@ -82,7 +82,7 @@ static void explain_fixes(struct pf_ctx *c, size_t idx)
     if(c->fixes[i].check == idx) {
       if(!k)
         pf_appendf(r->recovery, sizeof(r->recovery), "as a superuser on the %s: ",
-                   pf_side_name(c->fixes[i].side));
+                   st_side_name(c->fixes[i].side));
       pf_appendf(r->recovery, sizeof(r->recovery), "%s%s", k++ ? "; " : "", c->fixes[i].sql);
     }
 }
@@ -130,12 +130,9 @@ static bool any_transient(const struct pf_ctx *c)
 
 static void ctx_release(struct pf_ctx *c)
 {
-  PQfinish(c->src_c);
-  PQfinish(c->dst_c);
+  st_release(&c->st);
   PQfinish(c->su_src_c);
   PQfinish(c->su_dst_c);
-  pgc_endpoint_release(&c->src);
-  pgc_endpoint_release(&c->dst);
   pgc_endpoint_release(&c->su_src);
   pgc_endpoint_release(&c->su_dst);
   round_reset(c);
@@ -145,6 +142,7 @@ static void ctx_release(struct pf_ctx *c)
     free(c->applied[i].sql);
   free(c->applied);
   pf_scope_release(c);
+  pf_opts_release(&c->o);
 }
 
 /* Endpoints from the environment; on failure r says which variable is wrong. */
@@ -153,16 +151,16 @@ static int load_endpoints(struct pf_ctx *c, struct pf_out *r)
   char err[256];
   const char *src = getenv("GODWIT_SOURCE_URI"), *dst = getenv("GODWIT_TARGET_URI");
   const char *su = getenv("GODWIT_SUPERUSER_URI");
-  c->secrets[0] = src;
-  c->secrets[1] = dst;
-  c->secrets[2] = su;
+  c->st.secrets[0] = src;
+  c->st.secrets[1] = dst;
+  c->st.secrets[2] = su;
   r->id = "config";
-  if(pgc_endpoint_parse(&c->src, "source", src, err, sizeof(err))) {
+  if(pgc_endpoint_parse(&c->st.src, "source", src, err, sizeof(err))) {
     pf_fail(r, "%s (GODWIT_SOURCE_URI)", err);
     pf_block(r, "fix the URI in the Secret named by spec.source.connectionSecretRef");
     return -1;
   }
-  if(pgc_endpoint_parse(&c->dst, "target", dst, err, sizeof(err))) {
+  if(pgc_endpoint_parse(&c->st.dst, "target", dst, err, sizeof(err))) {
     pf_fail(r, "%s (GODWIT_TARGET_URI)", err);
     pf_block(r, "fix the URI in the Secret named by spec.target.connectionSecretRef");
     return -1;
@@ -174,10 +172,12 @@ static int load_endpoints(struct pf_ctx *c, struct pf_out *r)
       pf_block(r, "fix the URI in the Secret named by spec.superuserSecretRef");
       return -1;
     }
-    gw_rc rc = pgc_endpoint_with_user(&c->su_src, "superuser on source", &c->src, &cred);
+    gw_rc rc = pgc_endpoint_with_user(&c->su_src, "superuser on source", &c->st.src, &cred);
     if(!rc)
-      rc = pgc_endpoint_with_user(&c->su_dst, "superuser on target", &c->dst, &cred);
+      rc = pgc_endpoint_with_user(&c->su_dst, "superuser on target", &c->st.dst, &cred);
     pgc_endpoint_release(&cred);
+    c->st.secrets[3] = c->su_src.password;
+    c->st.secrets[4] = c->su_dst.password;
     if(rc) {
       pf_fail(r, "superuser: %s", gw_strerror(rc));
       pf_block(r, "retry");
@@ -188,14 +188,8 @@ static int load_endpoints(struct pf_ctx *c, struct pf_out *r)
   return 0;
 }
 
-static int finish(struct pf_ctx *c, struct pf_final *f, int code)
-{
-  pf_print(c, "RESULT %s: %s", f->result, f->summary);
-  pf_report_write(c, f);
-  return code;
-}
-
-static void summarize(const struct pf_ctx *c, struct pf_final *f)
+/* The summary of the RESULT line and the report, and the failure it names. */
+static void summarize(struct pf_ctx *c, enum st_result result, const struct pf_out *failed)
 {
   size_t pass = 0, warn = 0, blocked = 0, grantable = 0;
   for(size_t i = 0; i < c->nout; i++) {
@@ -211,97 +205,88 @@ static void summarize(const struct pf_ctx *c, struct pf_final *f)
     else
       follow++;
   }
-  snprintf(f->summary, sizeof(f->summary), "%zu checks passed", pass + warn);
+  st_escalate(&c->st, result);
+  c->failed = failed;
+  st_summary(&c->st, "%zu checks passed", pass + warn);
   if(warn)
-    pf_appendf(f->summary, sizeof(f->summary), " (%zu with warnings)", warn);
+    st_summary_add(&c->st, " (%zu with warnings)", warn);
   if(grantable)
-    pf_appendf(f->summary, sizeof(f->summary), ", %zu need grants", grantable);
+    st_summary_add(&c->st, ", %zu need grants", grantable);
   if(blocked)
-    pf_appendf(f->summary, sizeof(f->summary), ", %zu failed", blocked);
-  const char *verb = c->o->dry_run ? "would be applied" : "applied";
+    st_summary_add(&c->st, ", %zu failed", blocked);
+  const char *verb = c->o.dry_run ? "would be applied" : "applied";
   if(c->napplied)
-    pf_appendf(f->summary, sizeof(f->summary), ", %zu grants %s (clone %zu, follow %zu)",
-               c->napplied, verb, clone, follow);
+    st_summary_add(&c->st, ", %zu grants %s (clone %zu, follow %zu)", c->napplied, verb, clone,
+                   follow);
   else
-    pf_appendf(f->summary, sizeof(f->summary), ", no grants %s", verb);
-  if(f->failed)
-    pf_appendf(f->summary, sizeof(f->summary), "; %s failed", f->failed->id);
+    st_summary_add(&c->st, ", no grants %s", verb);
+  if(failed)
+    st_summary_add(&c->st, "; %s failed", failed->id);
 }
 
-static int decide(struct pf_ctx *c)
+/* Applies the grants when every failure is one, runs the checks again, and sums up. */
+static void decide(struct pf_ctx *c)
 {
-  struct pf_final f = { 0 };
-  static struct pf_out applyfail;
   if(any_transient(c)) {
-    f.result = "Transient";
-    f.failed = first_failure(c, true);
-    summarize(c, &f);
-    return finish(c, &f, RUNNER_EXIT_TRANSIENT);
+    summarize(c, ST_TRANSIENT, first_failure(c, true));
+    return;
   }
-  f.failed = first_failure(c, true);
-  if(!f.failed && c->nfix) {
+  const struct pf_out *failed = first_failure(c, true);
+  if(!failed && c->nfix) {
     if(!c->have_su) {
-      f.failed = first_failure(c, false);
+      failed = first_failure(c, false);
     } else {
-      bool dry = c->o->dry_run;
-      pf_print(c, "%s %zu grants through the superuser URI", dry ? "would apply" : "applying",
-               c->nfix);
-      memset(&applyfail, 0, sizeof(applyfail));
-      int rc = pf_apply(c, &applyfail);
-      if(rc) {
-        f.failed = &applyfail;
+      bool dry = c->o.dry_run;
+      st_print(&c->st, "%s %zu grants through the superuser URI",
+               dry ? "would apply" : "applying", c->nfix);
+      if(pf_apply(c, &c->own)) {
+        failed = &c->own;
       } else if(!dry) {
-        pf_print(c, "re-running the checks after remediation");
+        st_print(&c->st, "re-running the checks after remediation");
         round_run(c);
         if(any_transient(c)) {
-          f.result = "Transient";
-          f.failed = first_failure(c, false);
-          summarize(c, &f);
-          return finish(c, &f, RUNNER_EXIT_TRANSIENT);
+          summarize(c, ST_TRANSIENT, first_failure(c, false));
+          return;
         }
-        f.failed = first_failure(c, false);
+        failed = first_failure(c, false);
       }
     }
   }
-  f.result = f.failed ? "Failed" : "Passed";
-  summarize(c, &f);
-  return finish(c, &f, f.failed ? RUNNER_EXIT_FAILED : RUNNER_EXIT_PASSED);
+  summarize(c, failed ? ST_FAILED : ST_PASSED, failed);
 }
 
 int preflight_main(int argc, char **argv)
 {
-  struct pf_opts o = { 0 };
-  struct pf_ctx c = { .o = &o };
-  char err[256] = "";
-  int parsed = pf_opts_parse(&o, argc, argv, err, sizeof(err));
+  struct pf_ctx *c = calloc(1, sizeof(*c));
+  if(!c) {
+    fprintf(stderr, "godwit-runner preflight: out of memory\n");
+    return RUNNER_EXIT_TRANSIENT;
+  }
+  int parsed = pf_opts_parse(c, argc, argv);
   if(parsed == 1) {
-    pf_opts_release(&o);
+    ctx_release(c);
+    free(c);
     return RUNNER_EXIT_PASSED;
   }
-  int lvl = o.log_level ? log_level_parse(o.log_level) : LOG_INFO;
-  log_set_level(lvl < 0 ? LOG_INFO : (enum log_level)lvl);
-  c.retry = (struct pgc_retry){ (int)o.attempts, (int)o.retry_delay_ms, (int)o.connect_timeout };
-  struct pf_out cfgfail = { 0 };
-  int code;
-  if(parsed) {
-    cfgfail.id = "config";
-    pf_fail(&cfgfail, "%s", err);
-    pf_block(&cfgfail, "fix the runner's arguments (see godwit-runner preflight --help)");
-  }
-  if(parsed || load_endpoints(&c, &cfgfail)) {
-    if(!o.report)
-      o.report = "/dev/termination-log";
-    pf_print_check(&c, &cfgfail);
-    struct pf_final f = { "Failed", &cfgfail, "config failed" };
-    code = finish(&c, &f, RUNNER_EXIT_FAILED);
+  if(parsed) { /* st_init printed the FAIL config line */
+    c->own.id = "config";
+    pf_fail(&c->own, "%s", c->st.summary);
+    pf_block(&c->own, "fix the runner's arguments (see godwit-runner preflight --help)");
+    c->failed = &c->own;
+  } else if(load_endpoints(c, &c->own)) {
+    pf_print_check(c, &c->own);
+    st_escalate(&c->st, ST_FAILED);
+    st_summary(&c->st, "config failed: %s", c->own.message);
+    c->failed = &c->own;
   } else {
-    pf_detect_pgcopydb(&c.pgcopydb, o.pgcopydb_version);
-    pf_print(&c, "preflight of %s -> %s%s%s", c.src.desc, c.dst.desc,
-             o.follow ? ", live (follow)" : ", clone only", o.dry_run ? ", dry run" : "");
-    round_run(&c);
-    code = decide(&c);
+    pf_detect_pgcopydb(&c->pgcopydb, c->o.pgcopydb_version);
+    st_print(&c->st, "preflight of %s -> %s%s%s", c->st.src.desc, c->st.dst.desc,
+             c->o.follow ? ", live (follow)" : ", clone only", c->o.dry_run ? ", dry run" : "");
+    round_run(c);
+    decide(c);
   }
-  ctx_release(&c);
-  pf_opts_release(&o);
+  int code = st_finish(&c->st, pf_report_fields, c);
+  ctx_release(c);
+  free(c);
   return code;
 }

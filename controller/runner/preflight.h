@@ -11,7 +11,12 @@
  *                    the target)
  *   scope.c          the schemas and tables in scope (--include/--exclude-schema/-table)
  *   remediate.c      applying the grants with the superuser
- *   report.c         the check lines on stdout, redaction, the JSON report (<= 4096 bytes)
+ *   report.c         the check lines on stdout and the preflight's fields of the JSON report
+ *
+ * It stands on the runner's step framework (step.h): struct pf_ctx starts with a struct st_ctx
+ * (the common flags, the migration roles' endpoints and sessions, redaction of every secret
+ * including the superuser's, the result, the summary, st_finish writing the report at most
+ * 4096 bytes long).
  *
  * A check is a row of pf_checks[] (preflight.c): an id the controller and the docs quote, when it
  * runs, and a function that fills one pf_out. A check that fails because of a missing grant
@@ -30,9 +35,9 @@
 
 #include "config.h"
 #include "pgconn.h"
+#include "step.h"
 #include "termination.h"
 
-enum pf_side { PF_SOURCE, PF_TARGET };
 enum pf_tier { PF_CLONE, PF_FOLLOW };
 enum pf_status { PF_PASS, PF_WARN, PF_FAIL, PF_SKIP };
 
@@ -45,13 +50,12 @@ struct pf_list {
   size_t n;
 };
 
+/* The preflight's own flags; the common ones, --slot-name and --output-plugin are in st.o. */
 struct pf_opts {
   int follow, dry_run;
-  const char *owner_after_restore, *report, *slot_name, *plugin, *pgcopydb_version;
-  const char *log_level;
-  long connect_timeout, attempts, retry_delay_ms;
+  const char *owner_after_restore, *pgcopydb_version;
   struct pf_list extensions, include_schemas, exclude_schemas, include_tables, exclude_tables;
-  const char *unused_list[CFG_MAX_LIST]; /* see preflight.c: lists are parsed before cfg */
+  const char *unused_list[CFG_MAX_LIST]; /* see options.c: lists are parsed before cfg */
 };
 
 /* pgcopydb as found on PATH (or given with --pgcopydb-version). */
@@ -74,7 +78,7 @@ struct pf_out {
 
 struct pf_fix {
   enum pf_tier tier;
-  enum pf_side side;
+  enum st_side side;
   size_t check; /* index into the round's outcomes */
   char *sql;
 };
@@ -86,12 +90,13 @@ struct pf_table {
 };
 
 struct pf_ctx {
-  const struct pf_opts *o;
-  struct pgc_retry retry;
-  struct pgc_endpoint src, dst;       /* the migration roles */
+  /* first: the common flags (ST_COMMON_OPTS), the migration roles' endpoints and sessions
+   * (st.src, st.dst, st.src_c, st.dst_c), the lines, redaction, result, summary and report */
+  struct st_ctx st;
+  struct pf_opts o;
   struct pgc_endpoint su_src, su_dst; /* the superuser's user and password on each side */
   bool have_su;
-  PGconn *src_c, *dst_c, *su_src_c, *su_dst_c;
+  PGconn *su_src_c, *su_dst_c;
   char src_role[128], dst_role[128]; /* current_user on each side */
   int src_num, dst_num;              /* server_version_num */
   char src_ver[64], dst_ver[64];     /* server_version */
@@ -102,7 +107,6 @@ struct pf_ctx {
   struct pf_table *tables; /* in scope, read from the source once */
   size_t ntables;
   bool tables_read;
-  const char *secrets[4]; /* redacted from every line and the report */
 
   /* the current round */
   struct pf_out *out;
@@ -112,6 +116,9 @@ struct pf_ctx {
   /* applied (or, in a dry run, that would be applied) */
   struct pf_fix *applied;
   size_t napplied, capapplied;
+  /* the failure the report names: a check's outcome, or own (the config's, the remediation's) */
+  const struct pf_out *failed;
+  struct pf_out own;
 };
 
 enum pf_when { PF_ALWAYS, PF_WITH_FOLLOW, PF_WITH_SUPERUSER, PF_WITH_FOLLOW_SUPERUSER };
@@ -124,8 +131,9 @@ struct pf_check {
 
 int preflight_main(int argc, char **argv);
 
-/* Flags (options.c): 0, 1 when --help was answered, -1 with err filled. */
-int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err, size_t errlen);
+/* Flags (options.c), through st_init: 0 go on, 1 --help was answered, -1 bad flags (the FAIL
+ * config line printed, the result Failed). */
+int pf_opts_parse(struct pf_ctx *c, int argc, char **argv);
 void pf_opts_release(struct pf_opts *o);
 
 /* Outcome helpers for checks. pf_pass/pf_warn/pf_skip set the message; pf_fail sets the
@@ -137,15 +145,13 @@ void pf_skip(struct pf_out *r, const char *fmt, ...) __attribute__((format(print
 void pf_fail(struct pf_out *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pf_block(struct pf_out *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Records a grant that fixes r (sql is composed by the caller with pgc_ident quoting). */
-void pf_fix(struct pf_ctx *c, struct pf_out *r, enum pf_tier tier, enum pf_side side,
+void pf_fix(struct pf_ctx *c, struct pf_out *r, enum pf_tier tier, enum st_side side,
             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A failed query: r fails, blocking, transient when e says so. */
 void pf_query_failed(struct pf_out *r, const struct pgc_err *e, const char *what);
-/* The connection and description of a side. */
-PGconn *pf_conn(struct pf_ctx *c, enum pf_side s);
-const char *pf_desc(const struct pf_ctx *c, enum pf_side s);
-const char *pf_role(const struct pf_ctx *c, enum pf_side s);
-const char *pf_side_name(enum pf_side s);
+/* The checks' session and the role of a side (st_desc(&c->st, s) describes it). */
+PGconn *pf_conn(struct pf_ctx *c, enum st_side s);
+const char *pf_role(const struct pf_ctx *c, enum st_side s);
 const char *pf_tier_name(enum pf_tier t);
 /* Appends to a bounded message ("a, b, c and 4 more" lists). */
 void pf_appendf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -193,17 +199,10 @@ void pf_scope_release(struct pf_ctx *c);
  * Returns 0, or -1 with r describing the statement that failed. */
 int pf_apply(struct pf_ctx *c, struct pf_out *r);
 
-/* Output (report.c). */
-void pf_redact(const struct pf_ctx *c, char *s, size_t len);
+/* Output (report.c): the check lines (through st_print, so redacted and one line each) and
+ * the report's fields after "summary", rendered by st_finish at its levels of detail. */
 void pf_print_check(const struct pf_ctx *c, const struct pf_out *r);
-void pf_print(const struct pf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-struct pf_final {
-  const char *result; /* Passed, Failed, Transient */
-  const struct pf_out *failed;
-  char summary[256];
-};
-/* Renders the report into buf (at most RUNNER_REPORT_MAX - 1 bytes, NUL-terminated). */
-void pf_report_render(const struct pf_ctx *c, const struct pf_final *f, char *buf, size_t len);
-void pf_report_write(const struct pf_ctx *c, const struct pf_final *f);
+gw_rc pf_report_fields(const struct st_ctx *st, struct strbuf *sb, const struct st_level *l,
+                       bool *cut, void *arg) GW_MUST_CHECK;
 
 #endif

@@ -35,7 +35,7 @@ static void await_reload(struct pf_ctx *c, PGconn *const conns[2], char before[2
       if(!*now || strcmp(now, before[i]))
         break;
       if(waited >= RELOAD_WAIT_MS) {
-        pf_print(c, "the %s's configuration reload did not reach the checks within %d s", side,
+        st_print(&c->st, "the %s's configuration reload did not reach the checks within %d s", side,
                  RELOAD_WAIT_MS / 1000);
         return;
       }
@@ -79,10 +79,10 @@ int pf_apply(struct pf_ctx *c, struct pf_out *r)
       const struct pf_fix *f = &c->fixes[i];
       if(f->tier != order[t] || already(c, f))
         continue;
-      const char *tier = pf_tier_name(f->tier), *side = pf_side_name(f->side);
-      if(!c->o->dry_run) {
-        PGconn *su = f->side == PF_SOURCE ? c->su_src_c : c->su_dst_c;
-        const struct pgc_endpoint *ep = f->side == PF_SOURCE ? &c->su_src : &c->su_dst;
+      const char *tier = pf_tier_name(f->tier), *side = st_side_name(f->side);
+      if(!c->o.dry_run) {
+        PGconn *su = f->side == ST_SOURCE ? c->su_src_c : c->su_dst_c;
+        const struct pgc_endpoint *ep = f->side == ST_SOURCE ? &c->su_src : &c->su_dst;
         struct pgc_err e;
         bool reload = !strcmp(f->sql, PF_RELOAD_SQL);
         PGconn *const sessions[2] = { pf_conn(c, f->side), su };
@@ -109,7 +109,7 @@ int pf_apply(struct pf_ctx *c, struct pf_out *r)
         pf_block(r, "retry");
         return -1;
       }
-      pf_print(c, "%s %s tier on the %s: %s", c->o->dry_run ? "WOULD-GRANT" : "GRANTED", tier,
+      st_print(&c->st, "%s %s tier on the %s: %s", c->o.dry_run ? "WOULD-GRANT" : "GRANTED", tier,
                side, f->sql);
     }
   return 0;

@@ -64,9 +64,9 @@ static bool table_listed(const struct pf_list *l, const char *schema, const char
 
 bool pf_table_in_scope(const struct pf_ctx *c, const char *schema, const char *name)
 {
-  if(c->o->include_tables.n && !table_listed(&c->o->include_tables, schema, name))
+  if(c->o.include_tables.n && !table_listed(&c->o.include_tables, schema, name))
     return false;
-  return !table_listed(&c->o->exclude_tables, schema, name);
+  return !table_listed(&c->o.exclude_tables, schema, name);
 }
 
 int pf_scope_load(struct pf_ctx *c, struct pgc_err *e)
@@ -74,7 +74,7 @@ int pf_scope_load(struct pf_ctx *c, struct pgc_err *e)
   if(c->schemas)
     return 0;
   PGresult *res = pgc_query(
-    c->src_c, e,
+    c->st.src_c, e,
     "SELECT n.nspname FROM pg_namespace n "
     "WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' "
     "  AND n.nspname <> 'pgcopydb' "
@@ -88,9 +88,9 @@ int pf_scope_load(struct pf_ctx *c, struct pgc_err *e)
   c->schemas = calloc((size_t)n + 1, sizeof(char *));
   for(int i = 0; i < n && c->schemas; i++) {
     const char *s = PQgetvalue(res, i, 0);
-    if(c->o->include_schemas.n && !listed(&c->o->include_schemas, s))
+    if(c->o.include_schemas.n && !listed(&c->o.include_schemas, s))
       continue;
-    if(listed(&c->o->exclude_schemas, s))
+    if(listed(&c->o.exclude_schemas, s))
       continue;
     c->schemas[c->nschemas] = strdup(s);
     if(c->schemas[c->nschemas])
@@ -107,7 +107,7 @@ int pf_tables_load(struct pf_ctx *c, struct pgc_err *e)
   char *arr = pgc_text_array((const char *const *)c->schemas, c->nschemas);
   const char *params[] = { arr ? arr : "{}" };
   PGresult *res = pgc_query(
-    c->src_c, e,
+    c->st.src_c, e,
     "SELECT n.nspname, c.relname, c.relreplident::text, "
     "  EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), "
     "  EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident), "

@@ -15,13 +15,14 @@
 #include "redact.h"
 #include "termination.h"
 
-#define NSECRETS 4
+#define NSECRETS (ST_NSECRETS + 2)
 
 /* What a step holds that must never be printed. */
 static void secrets_of(const struct st_ctx *c, const char *out[NSECRETS])
 {
-  const char *s[NSECRETS] = { c->secrets[0], c->secrets[1], c->src.password, c->dst.password };
-  memcpy(out, s, sizeof(s));
+  memcpy(out, c->secrets, sizeof(c->secrets));
+  out[ST_NSECRETS] = c->src.password;
+  out[ST_NSECRETS + 1] = c->dst.password;
 }
 
 void st_redact(const struct st_ctx *c, char *s, size_t len)
@@ -155,7 +156,10 @@ int st_init(struct st_ctx *c, const char *step, const char *kind, const struct c
   if(rc) {
     if(!c->o.report)
       c->o.report = "/dev/termination-log";
-    st_fail(c, false, "config", "%s (see godwit-runner %s --help)", err, step);
+    if(strstr(err, "--help")) /* "unknown option ...; see --help" */
+      st_fail(c, false, "config", "%s", err);
+    else
+      st_fail(c, false, "config", "%s (see godwit-runner %s --help)", err, step);
     st_summary(c, "bad arguments: %s", err);
     return -1;
   }

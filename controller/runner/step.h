@@ -1,7 +1,10 @@
 /*
- * step.h: what the runner steps after the preflight share (catalog, cutover, verify, compare,
- * cleanup, reown). The contract, with every report field, is docs/dev/migration-controller.md,
- * section "Runner steps".
+ * step.h: the runner's one step framework, what every step stands on (preflight, catalog,
+ * cutover, verify, compare, cleanup, reown, ptah-migrate, ptah-plan): a step's context starts
+ * with a struct st_ctx, its cfg table ends with ST_COMMON_OPTS, and its lines, redaction, result
+ * and report go through st_*. The contract of the Migration steps, with every report field, is
+ * docs/dev/migration-controller.md, section "Runner steps" (the preflight's report:
+ * docs/api/migration-preflight.md).
  *
  *   step.c      flags, credentials, connections, the lines on stdout, the JSON report
  *   workdir.c   pgcopydb's work dir: the tables and sequences the copy covered, and which tables
@@ -31,6 +34,7 @@
 
 
 enum st_result { ST_PASSED, ST_FAILED, ST_TRANSIENT };
+#define ST_NSECRETS 5
 enum st_side { ST_SOURCE, ST_TARGET };
 
 /* Every flag of every step; each step's cfg table names the ones it takes. */
@@ -49,7 +53,9 @@ struct st_ctx {
   struct pgc_endpoint src, dst;
   bool have_src, have_dst;
   PGconn *src_c, *dst_c;
-  const char *secrets[2]; /* the raw URIs, redacted wherever they could appear */
+  /* Redacted wherever they could appear, with src's and dst's passwords: the raw URIs and any
+   * other credential a step holds (the preflight's superuser URI and its passwords). */
+  const char *secrets[ST_NSECRETS];
   enum st_result result;  /* the worst outcome so far */
   char summary[512];
 };

@@ -519,6 +519,45 @@ Test(runner_preflight, missing_credentials_fail_cleanly, .timeout = 30)
   run_free(&r);
 }
 
+/* Bad flags are the config check's failure, in the report --report names (also when a list
+ * flag is the bad one: the lists are taken out of argv before the other flags are parsed). */
+Test(runner_preflight, bad_flags_fail_as_config_in_the_report, .timeout = 30)
+{
+  struct run r;
+  preflight(&r, "postgres://src_app:" SRC_PW "@127.0.0.1:1/shop",
+            "postgres://dst_app:" DST_PW "@127.0.0.1:1/shop", NULL,
+            (const char *[]){ "--extension", "pg_trgm", "--exclude-schema", NULL });
+  cr_expect_eq(r.code, 1);
+  cr_expect_str_eq(jstr(&r, "result"), "Failed");
+  cr_expect_str_eq(jstr(&r, "failed.id"), "config");
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"), "--exclude-schema needs a value"));
+  cr_expect_not_null(strstr(r.out, "FAIL config: --exclude-schema needs a value"));
+  cr_expect_null(strstr(r.out, "source.connect"), "nothing was checked");
+  run_free(&r);
+  preflight(&r, "postgres://src_app:" SRC_PW "@127.0.0.1:1/shop",
+            "postgres://dst_app:" DST_PW "@127.0.0.1:1/shop", NULL,
+            (const char *[]){ "--attempts", "many", NULL });
+  cr_expect_eq(r.code, 1);
+  cr_expect_str_eq(jstr(&r, "failed.id"), "config");
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"), "--attempts"));
+  run_free(&r);
+}
+
+/* A malformed superuser URI fails as config and its password appears nowhere (preflight()
+ * looks for every password and URI in the lines and the report). */
+Test(runner_preflight, malformed_superuser_uri_fails_without_its_password, .timeout = 30)
+{
+  struct run r;
+  preflight(&r, "postgres://src_app:" SRC_PW "@127.0.0.1:1/shop",
+            "postgres://dst_app:" DST_PW "@127.0.0.1:1/shop",
+            "postgres://godwit_admin:" ADMIN_PW "@[::1/postgres", NULL);
+  cr_expect_eq(r.code, 1);
+  cr_expect_str_eq(jstr(&r, "failed.id"), "config");
+  cr_expect_not_null(strstr(jstr(&r, "failed.message"), "GODWIT_SUPERUSER_URI"));
+  cr_expect_not_null(strstr(jstr(&r, "failed.recovery"), "spec.superuserSecretRef"));
+  run_free(&r);
+}
+
 Test(runner_preflight, extensions_available_or_not, .timeout = 90)
 {
   struct pair p;
