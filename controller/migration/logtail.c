@@ -4,8 +4,9 @@
  * get past (the next attempt starts over), what a person must fix outside the Migration (a full
  * work volume or server disk, a server that stopped answering), the supervisor's fatal exit
  * (WorkerZombie) and the base copy marker of --follow. Best effort: a miss keeps the normal retries. Pure functions
- * over an already scrubbed tail (tests/cluster/test_migration_unit.c). */
+ * over an already scrubbed tail (tests/controller/test_migration_unit.c). */
 #include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,4 +181,22 @@ bool mig_tail_base_copy_done(const char *tail)
 {
   return tail && (strstr(tail, "sentinel to enable applying changes") ||
                   strstr(tail, "has enabled applying changes"));
+}
+
+const char *mig_crash_signal(int exit_code)
+{
+  switch(exit_code - 128) {
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGBUS:
+    return "SIGBUS";
+  case SIGILL:
+    return "SIGILL";
+  case SIGFPE:
+    return "SIGFPE";
+  default:
+    return NULL;
+  }
 }

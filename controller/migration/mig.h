@@ -231,6 +231,9 @@ struct mig_pg {
 bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t errlen);
 /* Back to the pool when ok and the session is sound, else closed. */
 void mig_pg_close(struct mig *m, struct mig_pg *s, bool ok);
+/* Whether a side answers SELECT 1 now, on a fresh session (never the pool's): 1 yes, 0 no (err
+ * says why, one line, scrubbed), -1 not asked (its Secret could not be read; err says why). */
+int mig_pg_answers(struct mig *m, bool source, char *err, size_t errlen);
 
 /* ---- validate.c ---- */
 
@@ -266,6 +269,10 @@ void mig_classify_tail(const char *tail, struct tail_verdict *out);
  * (malloc'd, when any); -1 when the sample could not be taken (err says why), else the count
  * (live.c; the live base copy and the clone's catalog step trust it over pgcopydb's markers). */
 int mig_presence_sample(struct mig *m, char **out, char *err, size_t errlen);
+/* The signal a container's exit code says pgcopydb crashed with (128 + SIGSEGV, SIGABRT,
+ * SIGBUS, SIGILL or SIGFPE), as "SIGSEGV"; NULL for any other exit (SIGKILL is a kill, not a
+ * crash: out of memory, a deleted Pod). */
+const char *mig_crash_signal(int exit_code);
 /* The supervisor's fatal exit is the last thing the log says. */
 bool mig_tail_fatal_exit(const char *tail);
 /* The worker logged that the base copy finished (--follow). */

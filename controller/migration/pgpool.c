@@ -37,3 +37,27 @@ void mig_pg_close(struct mig *m, struct mig_pg *s, bool ok)
   else
     pg_pool_put(m->o->pool, m->uid, s->source, s->digest, c);
 }
+
+int mig_pg_answers(struct mig *m, bool source, char *err, size_t errlen)
+{
+  char *uri = NULL;
+  if(secret_ref_get(m->ctx->kube, m->ns, m->obj,
+                    source ? "spec.source.connectionSecretRef" : "spec.target.connectionSecretRef",
+                    &uri, err, errlen))
+    return -1;
+  PGconn *c = pg_connect(uri, m->o->connect_timeout_s, "godwit-controller", err, errlen);
+  secret_free(uri);
+  int ok = 0;
+  if(c) {
+    PGresult *r = PQexec(c, "SELECT 1");
+    ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if(!ok)
+      snprintf(err, errlen, "SELECT 1 failed: %s", PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+  }
+  for(char *p = err; !ok && *p; p++) /* libpq's messages run over lines */
+    if(*p == '\n' || *p == '\t')
+      *p = ' ';
+  return ok;
+}

@@ -255,6 +255,22 @@ static void cause_hint(const struct mig *m, const struct tail_verdict *tv, char 
   }
 }
 
+/* The log names no cause (a pgcopydb that crashed, or whose last lines went with the killed
+ * container, says nothing): whether each server answers the controller now. A fresh session
+ * each, where a decision (what the failure says) needs it. */
+static void ask_servers(struct mig *m, struct tail_verdict *tv)
+{
+  for(int s = 0; s < 2; s++) {
+    char err[400];
+    if(mig_pg_answers(m, s == 0, err, sizeof(err)) != 0)
+      continue;
+    tv->cause = CAUSE_UNREACHABLE;
+    snprintf(tv->cause_line, sizeof(tv->cause_line), "the %s does not answer the controller: %s",
+             s == 0 ? "source" : "target", err);
+    return;
+  }
+}
+
 /* A failed attempt: classify, then retry, or fail for good. */
 static void attempt_failed(struct mig *m, int n, const struct job_view *v)
 {
@@ -264,11 +280,19 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   struct tail_verdict tv;
   mig_classify_tail(rc ? NULL : tail, &tv);
   free(tail);
+  if(tv.cause == CAUSE_NONE && tv.cls != TAIL_PERMISSION)
+    ask_servers(m, &tv);
+  const char *crash = mig_crash_signal(v->exit_code);
+  char code[96];
+  if(crash)
+    snprintf(code, sizeof(code), "exit code %d: pgcopydb crashed with %s", v->exit_code, crash);
+  else
+    snprintf(code, sizeof(code), "exit code %d", v->exit_code);
   char why[768];
   if(*v->failure)
-    snprintf(why, sizeof(why), "%s (exit code %d)", v->failure, v->exit_code);
+    snprintf(why, sizeof(why), "%s (%s)", v->failure, code);
   else
-    snprintf(why, sizeof(why), "exit code %d", v->exit_code);
+    snprintf(why, sizeof(why), "%s", code);
   const char *last = *tv.last_error ? tv.last_error : "no pgcopydb error line in the log";
   char detail[900];
   cause_hint(m, &tv, detail, sizeof(detail));
@@ -295,7 +319,8 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   /* a resume cannot get past a post-data failure; and pgcopydb < 0.15 marks a table whose COPY
    * failed as done (observed with 0.10 when the source went away mid-COPY: the resumed run
    * skipped it and "succeeded" with the table empty), so a clone starts over after one */
-  bool copy_restart = !m->live && tv.copy_failed && !mig_version_at_least(&m->version, 0, 15);
+  bool copy_restart = !m->live && (tv.copy_failed || crash) &&
+                      !mig_version_at_least(&m->version, 0, 15);
   bool restart = (tv.cls == TAIL_RESTART && n > 1) || copy_restart;
   /* the Job controller's back-off: a failure that repeats itself does not spend the budget in
    * seconds (10 s doubling per failed attempt, six minutes at most) */
@@ -324,9 +349,13 @@ static void attempt_failed(struct mig *m, int n, const struct job_view *v)
   edit_event_if_written(&m->ed, EV_WARNING, "AttemptFailed",
                        "attempt %d of %d failed: %s; %s; attempt %d %s in %ld s, at %s", n,
                        total, why, detail, n + 1,
-                       copy_restart ? "starts over (--restart --drop-if-exists): this "
-                                      "pgcopydb marks a table whose COPY failed as done, and a "
-                                      "resume would skip it,"
+                       copy_restart && !tv.copy_failed
+                         ? "starts over (--restart --drop-if-exists): this pgcopydb marks a "
+                           "table whose COPY failed as done, and it crashed before saying "
+                           "which: a resume could skip one,"
+                       : copy_restart ? "starts over (--restart --drop-if-exists): this "
+                                        "pgcopydb marks a table whose COPY failed as done, and "
+                                        "a resume would skip it,"
                        : restart ? "starts over (--restart --drop-if-exists): a resume cannot "
                                    "get past this post-data failure,"
                                  : "resumes from the work-dir catalogs",

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,6 +509,20 @@ Test(migration_unit, fatal_exit_and_base_copy_markers)
   cr_assert(mig_tail_base_copy_done(
     T010("INFO", "Updating the pgcopydb.sentinel to enable applying changes")));
   cr_assert(!mig_tail_base_copy_done(T010("INFO", "COPY phase is done")));
+}
+
+/* A container's exit code 128 + N says signal N: a crash of pgcopydb (whose 0.10 may have
+ * marked a failed COPY done first) only for the signals of a fault, not for a kill. */
+Test(migration_unit, crash_signals_from_exit_codes)
+{
+  cr_assert_str_eq(mig_crash_signal(128 + SIGSEGV), "SIGSEGV");
+  cr_assert_str_eq(mig_crash_signal(128 + SIGABRT), "SIGABRT");
+  cr_assert_str_eq(mig_crash_signal(128 + SIGBUS), "SIGBUS");
+  cr_assert_null(mig_crash_signal(128 + SIGKILL), "a kill (OOM, deleted Pod) is no crash");
+  cr_assert_null(mig_crash_signal(128 + SIGTERM));
+  cr_assert_null(mig_crash_signal(1));
+  cr_assert_null(mig_crash_signal(SIGSEGV), "exit(11) is an exit, not a signal");
+  cr_assert_null(mig_crash_signal(0));
 }
 
 /* ---- catch-up ---- */
