@@ -85,6 +85,10 @@ enum mig_phase mig_phase_parse(const char *s);
  * test machines keep the repository there, and a bind mount would hide it). */
 #define MIG_WORK_MOUNT "/var/lib/godwit"
 #define MIG_WORK_DIR "/var/lib/godwit/pgcopydb" /* pgcopydb's --dir, on the PVC */
+/* Left by the cutover Job (pgcopydb < 0.15) once the end position is set: the live worker's
+ * shell then wakes pgcopydb's sleeping processes (worker.c). The runner writes it as
+ * <--dir>/godwit-drain-wake. */
+#define MIG_DRAIN_WAKE MIG_WORK_DIR "/godwit-drain-wake"
 #define MIG_FILTERS_FILE "/var/lib/godwit/filters.ini"
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
 #define MIG_STEP_DEADLINE_S 900        /* defaults of the runner Jobs' deadlines (jobs.c) */
@@ -282,6 +286,8 @@ bool mig_tail_base_copy_done(const char *tail);
  * and retried (the edit says what happened), success reported. v is the Job. */
 enum worker_state mig_worker(struct mig *m, struct job_view *v);
 const char *mig_image(const struct mig *m);
+/* The worker container's /bin/sh -c script (its paths under MIG_WORK_MOUNT). */
+const char *mig_worker_script(void);
 /* The worker Job of the current attempt exists or is created (no Event when it existed). */
 gw_rc mig_worker_ensure(struct mig *m, int attempt) GW_MUST_CHECK;
 

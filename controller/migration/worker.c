@@ -29,6 +29,15 @@
  *    of the resumed run skips its table and the clone "succeeds" with empty tables
  *    (docs/dev/pgcopydb-observed.md, "Killed mid-copy, then resumed"). A COPY that was killed
  *    rolled back; the resumed run copies those tables again;
+ *  - live (GODWIT_LIVE) on pgcopydb < 0.15: pgcopydb runs as the shell's child instead of
+ *    replacing it. Those versions' apply process sleeps 10 s whenever it has nothing to apply
+ *    (CATCHINGUP_SLEEP_MS: waiting for the sentinel, for the next SQL file, at the end of one),
+ *    which held a drain up to 10 s after the receiver had reached the end position. Once the
+ *    cutover Job has set the end position it leaves MIG_DRAIN_WAKE in the work dir; from then
+ *    on the shell sends SIGHUP to its process group every 200 ms, which ends those sleeps early
+ *    (pgcopydb's handler only records the signal; 0.10's receiver still learns the end position
+ *    at its 10 s feedback). The shell ignores SIGHUP itself, passes SIGTERM and SIGINT on, and
+ *    exits with pgcopydb's status (128 + the signal when one ended it);
  *  - with GODWIT_APPNAME_IN_URI (pgcopydb 0.15 and later), PGAPPNAME (godwit-<uid8>, which the
  *    probe matches) added to both connection strings as application_name: those versions set
  *    PGAPPNAME to their own "pgcopydb[PID] ROLE", and a connection string's parameter wins over
@@ -79,10 +88,33 @@ static const char worker_script[] =
   "  PGCOPYDB_TARGET_PGURI=$(appname \"${PGCOPYDB_TARGET_PGURI:-}\")\n"
   "  export PGCOPYDB_SOURCE_PGURI PGCOPYDB_TARGET_PGURI\n"
   "fi\n"
+  /* live on pgcopydb < 0.15: pgcopydb runs as a child, so that once the cutover Job has set the
+   * end position (and left MIG_DRAIN_WAKE) the processes' 10 s sleeps are cut with SIGHUP */
+  "if [ -n \"${GODWIT_LIVE:-}\" ] && [ \"${GODWIT_CLEAN_LOCKS:-}\" = 1 ]; then\n"
+  "  trap '' HUP\n"
+  "  pgcopydb \"$@\" &\n"
+  "  pid=$!\n"
+  "  trap 'kill -TERM \"$pid\" 2>/dev/null || true' TERM\n"
+  "  trap 'kill -INT \"$pid\" 2>/dev/null || true' INT\n"
+  "  (while kill -0 \"$pid\" 2>/dev/null; do\n"
+  "    if [ -f " MIG_DRAIN_WAKE " ]; then kill -HUP 0 2>/dev/null || true; sleep 0.2;"
+  " else sleep 1; fi\n"
+  "  done) &\n"
+  "  while :; do\n"
+  "    rc=0; wait \"$pid\" || rc=$?\n"
+  "    kill -0 \"$pid\" 2>/dev/null || break\n"
+  "  done\n"
+  "  exit \"$rc\"\n"
+  "fi\n"
   "exec pgcopydb \"$@\"\n";
 
 static const char *const worker_command[] = { "/bin/sh", "-c", worker_script, "godwit-worker",
                                               NULL };
+
+const char *mig_worker_script(void)
+{
+  return worker_script;
+}
 
 const char *mig_image(const struct mig *m)
 {

@@ -38,6 +38,9 @@
  *    (controller/migration/cutover.c, drain_nudge), which moves a quiet stream for either
  *    plugin.
  *
+ * The wake (0.10 to 0.14): DIR/godwit-drain-wake, for the live worker's shell, which then cuts
+ * pgcopydb's 10 s sleeps short (controller/migration/worker.c).
+ *
  * Exit: 0 set, 1 failed for good (no sentinel, no right to update it), 2 transient.
  */
 #include <stdio.h>
@@ -262,6 +265,25 @@ static void nudge(struct st_ctx *c, struct cutover_out *o)
   st_pass(c, "cutover.nudge", "WAL segment switched at %s, after the end position", lsn);
 }
 
+/* pgcopydb 0.10 to 0.14: the live worker's shell wakes pgcopydb's sleeping processes once this
+ * file exists (controller/migration/worker.c): their apply sleeps 10 s whenever it has nothing
+ * to apply. Best effort: without it the drain ends all the same, up to 10 s later. */
+static void wake_worker(const struct st_ctx *c)
+{
+  char path[4096];
+  st_fmt(path, sizeof(path), "%s/godwit-drain-wake", c->o.dir);
+  FILE *f = fopen(path, "w");
+  bool ok = f && fputs("end position set\n", f) != EOF;
+  if(f && fclose(f))
+    ok = false;
+  if(!ok) {
+    st_warn(c, "cutover.wake", "could not leave %s for the worker (%m): its apply may wait up "
+            "to 10 s more before it drains", path);
+    return;
+  }
+  st_pass(c, "cutover.wake", "left %s: the worker wakes pgcopydb's apply to drain now", path);
+}
+
 int cutover_main(int argc, char **argv)
 {
   struct st_ctx c;
@@ -318,6 +340,8 @@ int cutover_main(int argc, char **argv)
   if(o.apply == 0)
     st_warn(&c, "cutover.apply",
             "the sentinel does not enable apply yet: the base copy has not finished");
+  if(has[0] == 't')
+    wake_worker(&c);
   read_slot(&c, &o);
   nudge(&c, &o);
   st_summary(&c, "end position %s%s", o.end_lsn,

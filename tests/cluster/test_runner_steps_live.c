@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "test_runner_steps_util.h"
@@ -116,6 +117,11 @@ Test(runner_steps_live, cutover_and_verify_during_clone_follow, .timeout = 400)
   cr_expect(sr_bool(&r, "slot.exists"));
   cr_expect_not(sr_bool(&r, "nudge.message"), "0.10's transform dies on a logical message");
   cr_expect(sr_bool(&r, "nudge.switchWal"), "src_app was granted pg_switch_wal()");
+  /* the live worker's shell wakes pgcopydb's apply once this file is there */
+  char wake[600];
+  snprintf(wake, sizeof(wake), "%s/godwit-drain-wake", work);
+  cr_expect_eq(access(wake, F_OK), 0, "no %s: %s", wake, r.out);
+  cr_expect_not_null(strstr(r.out, "PASS cutover.wake: "), "%s", r.out);
   char end[32];
   snprintf(end, sizeof(end), "%s", sr_str(&r, "endLSN"));
   cr_assert(end[0], "no endLSN: %s", r.report);
@@ -269,6 +275,9 @@ Test(runner_steps_live, cutover_sets_the_end_position_in_a_sqlite_catalog, .time
   cr_expect_not(sr_bool(&r, "alreadySet"));
   cr_expect(sr_bool(&r, "applyEnabled"));
   cr_expect_not(sr_bool(&r, "nudge.message"), "no logical message into test_decoding");
+  char wake[600];
+  snprintf(wake, sizeof(wake), "%s/godwit-drain-wake", dir);
+  cr_expect_neq(access(wake, F_OK), 0, "0.15+ has no apply sleep to cut: no wake file");
   char end[32];
   snprintf(end, sizeof(end), "%s", sr_str(&r, "endLSN"));
   sr_free(&r);
