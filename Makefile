@@ -238,9 +238,11 @@ test-rules: $(BUILD)/godwit-yaml2json
 	tests/monitoring/component-test.sh $(BUILD)
 	tests/install/namespace-test.sh
 
-# Every source must also build warning-free with clang.
+# Every source must also build warning-free with clang, the tests' included.
 test-clang:
-	$(MAKE) -j$(NPROC) BUILD=build-clang CC=clang all build-clang/tests/unit
+	$(MAKE) -j$(NPROC) BUILD=build-clang CC=clang all build-clang/tests/unit \
+	  build-clang/tests/integration build-clang/tests/controller build-clang/tests/localcluster \
+	  build-clang/tests/cluster
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \

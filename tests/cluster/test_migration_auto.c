@@ -495,7 +495,7 @@ Test(migration_auto, a_deleted_namespace_releases_a_live_migration_with_cleanup_
   free(log);
   cr_assert_eq(q_int(&E.src, sql), 1, "the slot is left, as CleanupFailed says");
   snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
-  pgfx_exec(&E.src, "shop", sql);
+  pgfx_exec(&E.src, "shop", "%s", sql);
   free(slot);
 }
 
@@ -539,7 +539,7 @@ Test(migration_auto, a_cleanup_that_cannot_log_in_is_cleanup_failed_and_the_dele
            slot);
   cr_assert_eq(q_int(&E.src, sql), 1, "the slot is left, as CleanupFailed says");
   snprintf(sql, sizeof(sql), "SELECT pg_drop_replication_slot('%s')", slot);
-  pgfx_exec(&E.src, "shop", sql);
+  pgfx_exec(&E.src, "shop", "%s", sql);
 }
 
 /* A drain the content refutes: the target rewrites every audit.log row COPY inserts (a trigger
