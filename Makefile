@@ -303,6 +303,7 @@ bench-webhook: deps
 bench-migration: deps
 	$(MAKE) all $(BUILD)/godwit-bench-probe
 	bench/migration/run.sh $(BUILD)
+	bench/migration/live.sh $(BUILD)
 
 # 200 versions by a PtahMigration and by godwit-runner alone, against psql -1 -f per file.
 bench-ptah: deps

@@ -11,15 +11,16 @@ median() {
     END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.*f\n", d, (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# bench_pg_up DIR: a server in DIR on a free port, printed; its errors in $work/pg.err.
-# PG_MAX_CONNECTIONS in the environment reaches pgserver.sh.
+# bench_pg_up DIR [logical]: a server in DIR on a free port, printed; its errors in
+# $work/pg.err. logical: wal_level = logical. PG_MAX_CONNECTIONS in the environment reaches
+# pgserver.sh.
 bench_pg_up() {
-  local dir=$1 port
+  local dir=$1 mode=${2:-} port
   for _ in 1 2 3 4 5 6 7 8; do
     port=$((20000 + RANDOM % 30000))
     port_free "$port" || continue
     rm -rf "$dir"
-    if "$ROOT/tests/pg/pgserver.sh" start "$dir" "$port" >/dev/null 2>"$work/pg.err"; then
+    if "$ROOT/tests/pg/pgserver.sh" start "$dir" "$port" $mode >/dev/null 2>"$work/pg.err"; then
       echo "$port"
       return 0
     fi
