@@ -253,6 +253,23 @@ Test(migration_resume, on_pgcopydb_0_17_a_worker_killed_mid_copy_resumes_and_no_
   killed_mid_copy(CLONE_017_YAML);
 }
 
+/* The second attempt started over (--restart --drop-if-exists) and completed with every row. */
+static void completed_after_starting_over(void)
+{
+  bool done = e2e_wait_complete(&E, "shop", 180000) &&
+              e2e_wait_event(&E, "shop", "Completed", 10000);
+  char *d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete after the source came back:\n%s", d);
+  cr_assert_eq(status_int("shop", "status.attempts"), 2, "%s", d);
+  char *a2 = job_args("shop-worker-2");
+  cr_assert(strstr(a2, "\"--restart\"") && strstr(a2, "\"--drop-if-exists\""), "%s", a2);
+  free(a2);
+  assert_no_empty_table();
+  e2e_assert_same(&E);
+  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 1000000);
+  free(d);
+}
+
 /* The source goes away mid-copy (a fast shutdown cuts the COPY): the failed attempt says a
  * database server stopped answering and to check it, not only a pgcopydb line; the source comes
  * back during the back-off. pgcopydb 0.10 marked the table whose COPY failed as done (a resume
@@ -284,18 +301,7 @@ Test(migration_resume, a_source_gone_mid_copy_is_named_and_the_next_attempt_star
   /* 0.10 marks a table whose COPY failed as done: a resume would skip it, so it starts over */
   cr_assert(strstr(msg, "attempt 2 starts over (--restart --drop-if-exists): this pgcopydb marks "
                         "a table whose COPY failed as done") && strstr(msg, "in 6 s"), "%s", msg);
-  bool done = e2e_wait_complete(&E, "shop", 180000) &&
-              e2e_wait_event(&E, "shop", "Completed", 10000);
-  d = e2e_describe(&E, "shop");
-  cr_assert(done, "not Complete after the source came back:\n%s", d);
-  cr_assert_eq(status_int("shop", "status.attempts"), 2, "%s", d);
-  char *a2 = job_args("shop-worker-2");
-  cr_assert(strstr(a2, "\"--restart\"") && strstr(a2, "\"--drop-if-exists\""), "%s", a2);
-  free(a2);
-  assert_no_empty_table();
-  e2e_assert_same(&E);
-  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 1000000);
-  free(d);
+  completed_after_starting_over();
 }
 
 /* pgcopydb 0.10 sometimes crashes (SIGSEGV) when the source goes away, and the container goes
@@ -338,18 +344,7 @@ Test(migration_resume, a_crash_with_the_source_down_is_named_and_the_next_attemp
                         "a table whose COPY failed as done, and it crashed") &&
               strstr(msg, "in 6 s"), "%s", msg);
   cr_assert_null(strstr(msg, "127.0.0.1:"), "no URI in the message: %s", msg);
-  bool done = e2e_wait_complete(&E, "shop", 180000) &&
-              e2e_wait_event(&E, "shop", "Completed", 10000);
-  d = e2e_describe(&E, "shop");
-  cr_assert(done, "not Complete after the source came back:\n%s", d);
-  cr_assert_eq(status_int("shop", "status.attempts"), 2, "%s", d);
-  char *a2 = job_args("shop-worker-2");
-  cr_assert(strstr(a2, "\"--restart\"") && strstr(a2, "\"--drop-if-exists\""), "%s", a2);
-  free(a2);
-  assert_no_empty_table();
-  e2e_assert_same(&E);
-  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), 1000000);
-  free(d);
+  completed_after_starting_over();
 }
 
 /* After a resumed attempt, pgcopydb 0.10's markers are not trusted alone: a target on which
