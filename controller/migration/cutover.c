@@ -89,16 +89,27 @@ enum step_outcome mig_step_cutover(struct mig *m)
  * record after it makes the walsender send a keepalive at once; an empty transaction with an
  * xid (txid_current()) is the smallest, and decodes to no change with either plugin (0.17's
  * test_decoding parser stops on a logical message). One per pass while the worker drains, on
- * the pooled source session; no answer is fine (the keepalive comes later). 0.10 applies from
- * closed WAL segments instead, which the cutover Job's pg_switch_wal() takes care of. */
+ * the pooled source session; no answer is fine (the keepalive comes later).
+ *
+ * 0.10 to 0.14 need a decoded change instead: their receiver reads the sentinel (and so a new
+ * end position) only when the time of the last record it received is 10 s past its last read
+ * (streamFeedback, ld_stream.c, compares the record clock, not the wall clock). On a source that
+ * went quiet before the approval it never reads it again: seen in bench/migration/live.sh, the
+ * Migration stayed CuttingOver. An empty transaction decodes to nothing (no base snapshot, no
+ * callbacks); a no-op UPDATE of the sentinel row, in the pgcopydb schema that wal2json filters
+ * out, decodes to the transaction's BEGIN and COMMIT records: the record clock moves, the
+ * receiver reads the end position and stops at the next record past it, and the apply replays
+ * an empty transaction. The worker's role owns the sentinel (pgcopydb created it). */
 static void drain_nudge(struct mig *m)
 {
   char err[512];
   struct mig_pg pg;
   if(!mig_pg_open(m, true, &pg, err, sizeof(err)))
     return;
-  PGresult *r = PQexec(pg.c, "SELECT pg_catalog.txid_current()");
-  bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+  PGresult *r = PQexec(pg.c, mig_version_at_least(&m->version, 0, 15)
+                               ? "SELECT pg_catalog.txid_current()"
+                               : "UPDATE pgcopydb.sentinel SET endpos = endpos");
+  bool ok = PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK;
   PQclear(r);
   mig_pg_close(m, &pg, ok);
 }
@@ -109,7 +120,7 @@ enum step_outcome mig_step_drain(struct mig *m)
   if(m->ws == W_SUCCEEDED)
     return STEP_PASSED;
   long every = m->o->poll_interval_ms;
-  if(m->ws == W_RUNNING && mig_version_at_least(&m->version, 0, 15)) {
+  if(m->ws == W_RUNNING) {
     drain_nudge(m);
     every = every < DRAIN_NUDGE_MS ? every : DRAIN_NUDGE_MS;
   }

@@ -504,6 +504,44 @@ Test(migration_live, on_pgcopydb_0_17_writes_from_before_the_slot_are_all_on_the
   manual_run(E2E_MIGRATION_HEAD "    image: ghcr.io/godwit-dev/pgcopydb:0.17\n" LIVE_SPEC, true);
 }
 
+/* pgcopydb 0.10's receiver reads the sentinel, and so the end position, only when the record
+ * clock (the time of the last change it received) is 10 s past its last read: on a source that
+ * went quiet more than that before the approval it would never learn it, and the Migration
+ * stayed CuttingOver (found by bench/migration/live.sh). The writes stop, 12 s of quiet, then
+ * the approval: the controller's drain nudge (a no-op sentinel UPDATE, which decodes to an empty
+ * transaction) moves the clock, and the drain ends with every row on the target. */
+Test(migration_live, a_source_quiet_before_the_approval_still_drains)
+{
+  setup();
+  struct e2e_phases ph;
+  e2e_phases_start(&ph, &E, "shop");
+  struct writer w;
+  e2e_apply(&E, LIVE_YAML, "shop");
+  writer_start(&w);
+  wait_pending("shop", &ph);
+  e2e_sleep_ms(1500);
+  writer_stop(&w);
+  cr_assert_gt(w.txns, 5, "the application wrote during the run");
+  e2e_sleep_ms(12000); /* past the receiver's last read of the sentinel */
+  approve("shop");
+  char *wout = NULL;
+  int wrc = e2e_kubectl(&E, &wout, "wait --for=condition=CutoverCompleted migration/shop "
+                                   "--timeout=90s");
+  char *d = e2e_describe(&E, "shop");
+  cr_assert_eq(wrc, 0, "no CutoverCompleted within 90 s of the approval on a quiet source: %s\n%s",
+               wout ? wout : "", d);
+  free(wout);
+  free(d);
+  cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), ORDERS + w.inserted,
+               "every row is on the target once CutoverCompleted is True");
+  bool done = e2e_wait_complete(&E, "shop", 60000);
+  e2e_phases_stop(&ph);
+  d = e2e_describe(&E, "shop");
+  cr_assert(done, "not Complete; phases %s\n%s", e2e_phases_list(&ph), d);
+  free(d);
+  assert_completed_live("shop", &ph, &w, false);
+}
+
 /* SIGKILL the controller, then start it again a moment later. */
 static void kill_controller(const char *when, int *kills)
 {
