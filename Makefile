@@ -280,7 +280,8 @@ $(BUILD)/godwit-bench-probe: $(call obj,bench/migration/probe.c) $(SHARED_LIB)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # make bench: every benchmark, one after the other (bench-webhook about 3 minutes,
-# bench-migration about 2 at its default size, bench-controller about 2, bench-ptah about 1,
+# bench-migration about 4 at its default size (its live cutover run about 2 of them),
+# bench-controller about 2, bench-ptah about 1,
 # bench-ptah-plan about 1; docs/operations/benchmarks.md).
 bench: deps
 	$(MAKE) all $(BUILD)/godwit-bench-baseline $(BUILD)/godwit-bench-handler \
