@@ -28,23 +28,29 @@ void arena_init(struct arena *a, size_t chunk_size, size_t limit)
   a->limit = limit;
 }
 
+/* A new chunk for a block of n bytes (rounded); NULL past the limit or when out of memory. */
+static void *alloc_chunk(struct arena *a, size_t n)
+{
+  size_t size = n > a->chunk_size ? n : a->chunk_size;
+  if(a->limit && a->total + size > a->limit)
+    return NULL;
+  struct arena_chunk *c = malloc(sizeof(*c) + size);
+  if(!c)
+    return NULL;
+  c->size = size;
+  c->used = n;
+  c->next = a->head;
+  a->head = c;
+  a->total += size;
+  return c->data;
+}
+
 void *arena_alloc(struct arena *a, size_t n)
 {
   n = round_up(n ? n : 1);
   struct arena_chunk *c = a->head;
-  if(!c || c->size - c->used < n) {
-    size_t size = n > a->chunk_size ? n : a->chunk_size;
-    if(a->limit && a->total + size > a->limit)
-      return NULL;
-    c = malloc(sizeof(*c) + size);
-    if(!c)
-      return NULL;
-    c->size = size;
-    c->used = 0;
-    c->next = a->head;
-    a->head = c;
-    a->total += size;
-  }
+  if(!c || c->size - c->used < n)
+    return alloc_chunk(a, n);
   void *p = (char *)c->data + c->used;
   c->used += n;
   return p;
@@ -90,9 +96,15 @@ union block_hdr {
 static void *json_malloc(size_t n)
 {
   union block_hdr *h;
-  if(active) {
-    h = arena_alloc(active, sizeof(*h) + n);
-    if(!h)
+  struct arena *a = active;
+  if(a) {
+    /* the common case inline: room in the current chunk */
+    size_t need = round_up(sizeof(*h) + n);
+    struct arena_chunk *c = a->head;
+    if(c && c->size - c->used >= need) {
+      h = (union block_hdr *)((char *)c->data + c->used);
+      c->used += need;
+    } else if(!(h = alloc_chunk(a, need)))
       return NULL;
     h->tag = TAG_ARENA;
   } else {

@@ -8,91 +8,20 @@
 
 #include "strbuf.h"
 
-/* Counts bracket depth outside strings: only on the error path, to say why a parse failed (cJSON
- * itself stops at 1000 levels, which bounds its recursion). */
-static bool depth_ok(const char *buf, size_t len)
-{
-  int depth = 0;
-  bool in_str = false;
-  for(size_t i = 0; i < len; i++) {
-    char c = buf[i];
-    if(in_str) {
-      if(c == '\\')
-        i++;
-      else if(c == '"')
-        in_str = false;
-      continue;
-    }
-    if(c == '"')
-      in_str = true;
-    else if(c == '{' || c == '[') {
-      if(++depth > JSON_MAX_DEPTH)
-        return false;
-    } else if(c == '}' || c == ']')
-      depth--;
-  }
-  return true;
-}
-
-/* The depth of a parsed tree (1 for a scalar or an empty container). */
-static int tree_depth(const cJSON *v, int limit)
-{
-  int max = 0;
-  for(const cJSON *c = v->child; c && max <= limit; c = c->next) {
-    int d = tree_depth(c, limit);
-    if(d > max)
-      max = d;
-  }
-  return max + 1;
-}
-
-gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
-{
-  *out = NULL;
-  if(len == 0) {
-    snprintf(errbuf, errlen, "empty body: expected a JSON object");
-    return GW_EPARSE;
-  }
-  const char *end = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-  if(!v && !depth_ok(buf, len)) {
-    snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
-    return GW_EPARSE;
-  }
-  if(v && tree_depth(v, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
-    cJSON_Delete(v);
-    snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
-    return GW_EPARSE;
-  }
-  if(!v) {
-    size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-    if(off >= len)
-      snprintf(errbuf, errlen, "malformed JSON: input ends early (%zu bytes)", len);
-    else
-      snprintf(errbuf, errlen, "malformed JSON at byte %zu", off);
-    return GW_EPARSE;
-  }
-  /* Only whitespace may follow the value. */
-  size_t off = (size_t)(end - buf);
-  while(off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
-    off++;
-  if(off < len && !(off == len - 1 && buf[off] == '\0')) {
-    cJSON_Delete(v);
-    snprintf(errbuf, errlen, "malformed JSON: unexpected data after the value at byte %zu", off);
-    return GW_EPARSE;
-  }
-  *out = v;
-  return GW_OK;
-}
-
-/* Walks one dotted component; n is its length. */
+/* Walks one dotted component; n is its length (no NUL among name[0..n)). Compared inline, byte
+ * by byte up to the first difference: the rules look paths up by the dozen per review. */
 static cJSON *member(const cJSON *obj, const char *name, size_t n)
 {
-  if(!cJSON_IsObject(obj))
+  if(!obj || (obj->type & 0xFF) != cJSON_Object)
     return NULL;
   for(cJSON *c = obj->child; c; c = c->next) {
-    const char *s = c->string; /* compared only up to the first difference */
-    if(s && (n == 0 || s[0] == name[0]) && strncmp(s, name, n) == 0 && s[n] == '\0')
+    const char *s = c->string;
+    if(!s)
+      continue;
+    size_t i = 0;
+    while(i < n && s[i] == name[i]) /* stops at s's NUL: name holds none */
+      i++;
+    if(i == n && s[n] == '\0')
       return c;
   }
   return NULL;
@@ -103,8 +32,9 @@ cJSON *json_get_mut(cJSON *root, const char *path)
   cJSON *cur = root;
   const char *p = path;
   while(cur && *p) {
-    const char *dot = strchr(p, '.');
-    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    size_t n = 0;
+    while(p[n] && p[n] != '.')
+      n++;
     cur = member(cur, p, n);
     p += n;
     if(*p == '.')

@@ -11,13 +11,14 @@
 gw_rc jsonpointer_append(struct strbuf *sb, const char *token)
 {
   gw_rc rc = strbuf_addc(sb, '/');
-  for(const char *p = token; *p && !rc; p++) {
-    if(*p == '~')
-      rc = strbuf_add(sb, "~0", 2);
-    else if(*p == '/')
-      rc = strbuf_add(sb, "~1", 2);
-    else
-      rc = strbuf_addc(sb, *p);
+  while(!rc && *token) {
+    size_t run = strcspn(token, "~/"); /* copied whole up to a byte to escape */
+    rc = strbuf_add(sb, token, run);
+    token += run;
+    if(!rc && *token) {
+      rc = strbuf_add(sb, *token == '~' ? "~0" : "~1", 2);
+      token++;
+    }
   }
   return rc;
 }
@@ -82,6 +83,9 @@ static gw_rc diff(cJSON *ops, struct strbuf *path, const cJSON *a, const cJSON *
   struct finder in_b = { b, b->child, { 0 }, false }, in_a = { a, a->child, { 0 }, false };
   for(const cJSON *x = a->child; x && !rc; x = x->next) {
     const cJSON *y = find(&in_b, x);
+    /* the member's path is written only when an operation or a level below may need it */
+    if(y && !(cJSON_IsObject(x) && cJSON_IsObject(y)) && json_equal(x, y))
+      continue;
     rc = jsonpointer_append(path, x->string);
     if(!rc)
       rc = y ? diff(ops, path, x, y) : add_op(ops, "remove", strbuf_str(path), NULL);

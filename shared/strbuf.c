@@ -62,9 +62,9 @@ gw_rc strbuf_reserve(struct strbuf *sb, size_t extra)
   return grow(sb, extra);
 }
 
-gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len)
+gw_rc strbuf_add_slow(struct strbuf *sb, const void *data, size_t len)
 {
-  gw_rc rc = sb->len + len < sb->alloc && !sb->err ? GW_OK : grow(sb, len);
+  gw_rc rc = grow(sb, len);
   if(rc)
     return rc;
   if(len)
@@ -77,16 +77,6 @@ gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len)
 gw_rc strbuf_adds(struct strbuf *sb, const char *s)
 {
   return strbuf_add(sb, s, strlen(s));
-}
-
-gw_rc strbuf_addc(struct strbuf *sb, char c)
-{
-  if(sb->len + 1 < sb->alloc && !sb->err) { /* room already: the common case of a printer */
-    sb->buf[sb->len++] = c;
-    sb->buf[sb->len] = '\0';
-    return GW_OK;
-  }
-  return strbuf_add(sb, &c, 1);
 }
 
 gw_rc strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)

@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "rc.h"
 
@@ -30,9 +31,9 @@ void strbuf_release(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
 /* Makes room for extra more bytes now (a printer that knows about how much it will write). */
 gw_rc strbuf_reserve(struct strbuf *sb, size_t extra) GW_MUST_CHECK;
-gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len) GW_MUST_CHECK;
+static inline gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len) GW_MUST_CHECK;
 gw_rc strbuf_adds(struct strbuf *sb, const char *s) GW_MUST_CHECK;
-gw_rc strbuf_addc(struct strbuf *sb, char c) GW_MUST_CHECK;
+static inline gw_rc strbuf_addc(struct strbuf *sb, char c) GW_MUST_CHECK;
 gw_rc strbuf_addf(struct strbuf *sb, const char *fmt, ...)
   __attribute__((format(printf, 2, 3))) GW_MUST_CHECK;
 gw_rc strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap) GW_MUST_CHECK;
@@ -42,5 +43,29 @@ gw_rc strbuf_add_json_escaped(struct strbuf *sb, const char *s) GW_MUST_CHECK;
 const char *strbuf_str(const struct strbuf *sb);
 /* Hands the buffer over: a malloc'd NUL-terminated string (never NULL unless out of memory). */
 char *strbuf_take(struct strbuf *sb, size_t *len_out);
+
+/* The appends, inline where there is room already (a printer's common case: JSON answers add a
+ * byte or a short run at a time); strbuf_add_slow() grows the buffer or fails. */
+gw_rc strbuf_add_slow(struct strbuf *sb, const void *data, size_t len) GW_MUST_CHECK;
+
+static inline gw_rc strbuf_add(struct strbuf *sb, const void *data, size_t len)
+{
+  if(len >= sb->alloc - sb->len || sb->err) /* alloc >= len + 1 once allocated: no wrap */
+    return strbuf_add_slow(sb, data, len);
+  if(len)
+    memcpy(sb->buf + sb->len, data, len);
+  sb->len += len;
+  sb->buf[sb->len] = '\0';
+  return GW_OK;
+}
+
+static inline gw_rc strbuf_addc(struct strbuf *sb, char c)
+{
+  if(1 >= sb->alloc - sb->len || sb->err)
+    return strbuf_add_slow(sb, &c, 1);
+  sb->buf[sb->len++] = c;
+  sb->buf[sb->len] = '\0';
+  return GW_OK;
+}
 
 #endif

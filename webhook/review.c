@@ -169,6 +169,7 @@ static enum wh_verdict admit(enum wh_endpoint ep, const cJSON *rq, const struct 
     .policy = pol.policy,
     .dry_run = json_get_bool(rq, "dryRun", false),
     .request_version = json_get_str(rq, "requestKind.version"),
+    .in_arena = true,
   };
   struct api_result res;
   api_result_init(&res);
@@ -239,8 +240,8 @@ static void admission(enum wh_endpoint ep, const struct http_request *req,
            "name", subj.name, "user", json_get_str(rq, "userInfo.username"), "verdict", vn[v],
            "ms", ms, LOG_END);
   }
-  cJSON_Delete(out);
-  cJSON_Delete(doc);
+  /* the arena releases doc and out in one call: walking them to free nothing cost a sixth of
+   * a review */
 }
 
 void review_admission(enum wh_endpoint ep, const struct http_request *req,
@@ -347,8 +348,7 @@ static void conversion(const struct http_request *req, struct http_response *res
   metrics_request(EP_CONVERT, kind, "CONVERT", rc ? V_DENIED : V_ALLOWED, now_s() - t0);
   if(rc)
     log_kv(LOG_INFO, "conversion refused", "uid", uid, "reason", err, LOG_END);
-  cJSON_Delete(out);
-  cJSON_Delete(doc);
+  /* doc and out are left to the arena (see admission) */
 }
 
 void review_conversion(const struct http_request *req, struct http_response *resp)

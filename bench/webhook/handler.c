@@ -1,9 +1,11 @@
 /*
- * godwit-bench-handler ENDPOINT FILE [SECONDS]: the decoders and handlers alone, in process: calls
+ * godwit-bench-handler ENDPOINT FILE [SECONDS|print]: the decoders and handlers alone, in process: calls
  * review_admission() (ENDPOINT validate or mutate) or review_conversion() (convert) on the body in
  * FILE for SECONDS (default 2) on one thread, and prints the CPU time per request. No TLS, no
  * HTTP, no load generator: what the webhook adds to the HTTP layer, which is what separates
  * godwit-webhook from the baseline in bench/webhook/run.sh. Fails unless the answer is HTTP 200.
+ * With "print" instead of SECONDS it answers once and prints the answer (to make the fixtures:
+ * bench/webhook/fixtures/make.py).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +54,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "godwit-bench-handler: unknown endpoint \"%s\"\n", ep);
     return 2;
   }
-  double secs = argc > 3 ? atof(argv[3]) : 2.0;
+  bool print = argc > 3 && !strcmp(argv[3], "print");
+  double secs = argc > 3 && !print ? atof(argv[3]) : 2.0;
   review_tune_malloc(); /* as godwit-webhook's main does */
   size_t len;
   char *body = slurp(argv[2], &len);
@@ -76,6 +79,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "godwit-bench-handler: /%s answered %d: %.300s\n", ep, r.status,
                 r.body ? r.body : "");
         return 1;
+      }
+      if(print) {
+        printf("%.*s\n", (int)r.len, r.body);
+        free(r.body);
+        free(body);
+        return 0;
       }
       free(r.body);
     }

@@ -62,7 +62,7 @@ trap 'exit 130' INT TERM
   { cat "$work/certs.log" >&2; die "godwit-certs failed"; }
 
 fixtures=$here/fixtures
-cp "$fixtures/migration-create.json" "$work/validate.json"
+cp "$fixtures/migration-validate.json" "$work/validate.json"
 cp "$fixtures/migration-create.json" "$work/mutate.json"
 # A ConversionReview as kube-apiserver sends it when a client lists stored v1alpha1 Migrations
 # in v1: nconv objects, each its own name and uid.
@@ -191,6 +191,17 @@ for ep in $endpoints; do
   handler="$handler /$ep $us"
 done
 echo "handlers alone, in process, one thread (CPU us per request):$handler"
+# The other kinds' admissions, in process only (the HTTP layer costs each kind the same):
+# fixtures made from the samples by bench/webhook/fixtures/make.py.
+kinds=""
+for k in ptahschema podmigration; do
+  for ep in mutate validate; do
+    us=$("$build/godwit-bench-handler" "$ep" "$fixtures/$k-$ep.json" 1) ||
+      die "godwit-bench-handler $ep $k failed"
+    kinds="$kinds $k /$ep $us,"
+  done
+done
+echo "other kinds, in process, one thread (CPU us per request):${kinds%,}"
 awk '{ exit !($1 > 0.5) }' /proc/loadavg &&
   echo "bench: the machine is not idle (load average above 0.5): throughput and latency will be low and noisy; CPU per request much less so" >&2
 echo

@@ -101,8 +101,10 @@ static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
 }
 
 /* What the rules read (const: they never write it): the object as hub_copy() makes it. For an
- * object already at the hub version only the spec is copied, to be defaulted; the rest (the
- * metadata with its managed fields, the status) is referenced, not duplicated. */
+ * object already at the hub version only the spec is copied, and only when defaulting changes
+ * it (an object that went through /mutate, as every validated object has, is already
+ * defaulted); the rest (the metadata with its managed fields, the status) is referenced, not
+ * duplicated. */
 static cJSON *hub_view(const struct api_kind *k, const cJSON *obj)
 {
   if(!obj)
@@ -114,7 +116,7 @@ static cJSON *hub_view(const struct api_kind *k, const cJSON *obj)
   if(!view)
     return NULL;
   for(const cJSON *c = obj->child; c; c = c->next) {
-    bool spec = !strcmp(c->string, "spec");
+    bool spec = !strcmp(c->string, "spec") && sch_default_changes(api_hub(k)->spec, c);
     cJSON *item = spec ? cJSON_Duplicate(c, 1) : NULL;
     bool ok = spec ? item && cJSON_AddItemToObject(view, c->string, item)
                    : cJSON_AddItemReferenceToObject(view, c->string, (cJSON *)c);
@@ -187,8 +189,10 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out)
     else
       out->patch = patch;
   }
-  cJSON_Delete(work);
-  cJSON_Delete(old);
+  if(!req->in_arena) {
+    cJSON_Delete(work);
+    cJSON_Delete(old);
+  }
   return rc;
 }
 
@@ -283,8 +287,10 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
     k->warn(&ctx, &out->warns);
   if(!api_is_hub(k, v))
     ferrs_map_fields(&out->errs, translate, v);
-  cJSON_Delete(obj);
-  cJSON_Delete(old);
+  if(!req->in_arena) {
+    cJSON_Delete(obj);
+    cJSON_Delete(old);
+  }
   return out->errs.oom ? GW_ENOMEM : GW_OK;
 }
 

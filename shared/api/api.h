@@ -147,6 +147,9 @@ struct api_request {
   const struct policy *policy;
   bool dry_run;
   const char *request_version; /* requestKind.version, for the deprecation warning */
+  /* The caller runs this in an arena it releases afterwards (webhook/review.c): the trees the
+   * call builds are left to it, not walked by cJSON_Delete to free nothing. */
+  bool in_arena;
 };
 
 struct api_result {

@@ -114,9 +114,13 @@ const char *sch_type_name(const struct sch_field *f)
 
 const struct sch_field *sch_find(const struct sch_field *fields, const char *name)
 {
-  for(const struct sch_field *f = fields; f && f->name; f++)
-    if(!strcmp(f->name, name))
+  for(const struct sch_field *f = fields; f && f->name; f++) {
+    const char *a = f->name, *b = name; /* inline, up to the first difference */
+    while(*a && *a == *b)
+      a++, b++;
+    if(*a == *b)
       return f;
+  }
   return NULL;
 }
 
@@ -316,12 +320,34 @@ static void check_value(const struct sch_field *f, enum sch_type t, const cJSON 
   }
 }
 
+#define ROWS_ON_STACK 64
+
 void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *path,
                   struct ferrs *e, struct strlist *w)
 {
   char p[1024];
-  for(const struct sch_field *f = fields; f && f->name; f++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
+  size_t nrows = 0;
+  for(const struct sch_field *f = fields; f && f->name; f++)
+    nrows++;
+  /* Each row's member, in one pass over the members (the first with the name, as
+   * cJSON_GetObjectItemCaseSensitive finds it), rather than a search per row and another per
+   * member for the unknown ones. */
+  const cJSON *on_stack[ROWS_ON_STACK] = { 0 }, **val = on_stack;
+  if(nrows > ROWS_ON_STACK && !(val = calloc(nrows, sizeof(*val)))) {
+    e->oom = true;
+    return;
+  }
+  size_t unknown = 0;
+  for(const cJSON *c = obj ? obj->child : NULL; c; c = c->next) {
+    const struct sch_field *f = c->string ? sch_find(fields, c->string) : NULL;
+    if(!f)
+      unknown++;
+    else if(!val[f - fields])
+      val[f - fields] = c;
+  }
+  for(size_t i = 0; i < nrows; i++) {
+    const struct sch_field *f = &fields[i];
+    const cJSON *v = val[i];
     if(!v || cJSON_IsNull(v)) {
       if(f->flags & SCH_REQUIRED)
         ferrs_add(e, FERR_REQUIRED, path_join(p, sizeof(p), path, f->name), "is required");
@@ -329,9 +355,11 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
     }
     check_value(f, f->type, v, path_join(p, sizeof(p), path, f->name), e, w);
   }
-  if(w && fields) {
+  if(val != on_stack)
+    free(val);
+  if(w && fields && unknown) {
     for(const cJSON *c = obj->child; c; c = c->next)
-      if(!sch_find(fields, c->string))
+      if(c->string && !sch_find(fields, c->string))
         strlist_addf(w, "unknown field \"%s\": not part of the schema, it will be dropped",
                      path_join(p, sizeof(p), path, c->string));
   }
@@ -358,8 +386,9 @@ bool sch_default(const struct sch_field *fields, cJSON *obj)
       v = NULL;
     }
     if(!v && f->dflt) {
-      v = cJSON_Parse(f->dflt);
-      if(!v || !cJSON_AddItemToObject(obj, f->name, v)) {
+      char err[96];
+      if(json_parse_strict(f->dflt, strlen(f->dflt), &v, err, sizeof(err)) ||
+         !cJSON_AddItemToObject(obj, f->name, v)) {
         cJSON_Delete(v);
         return false;
       }
@@ -373,6 +402,36 @@ bool sch_default(const struct sch_field *fields, cJSON *obj)
         return false;
   }
   return true;
+}
+
+static bool items_change(const struct sch_field *f, const cJSON *v)
+{
+  if(f->item != SCH_OBJECT || !f->fields)
+    return false;
+  for(const cJSON *c = v->child; c; c = c->next)
+    if(cJSON_IsObject(c) && sch_default_changes(f->fields, c))
+      return true;
+  return false;
+}
+
+/* The same walk as sch_default, reading only. */
+bool sch_default_changes(const struct sch_field *fields, const cJSON *obj)
+{
+  if(!cJSON_IsObject(obj))
+    return false;
+  for(const struct sch_field *f = fields; f && f->name; f++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
+    if(v ? cJSON_IsNull(v) : f->dflt != NULL)
+      return true;
+    if(!v)
+      continue;
+    if(f->type == SCH_OBJECT && cJSON_IsObject(v) && sch_default_changes(f->fields, v))
+      return true;
+    if(((f->type == SCH_ARRAY && cJSON_IsArray(v)) || (f->type == SCH_MAP && cJSON_IsObject(v))) &&
+       items_change(f, v))
+      return true;
+  }
+  return false;
 }
 
 bool sch_split_unknown(const struct sch_field *fields, cJSON *obj, cJSON *leftover)

@@ -81,6 +81,9 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
                   struct ferrs *errs, struct strlist *warns);
 /* Fills defaults into obj (an object) in place. Returns false on allocation failure. */
 bool sch_default(const struct sch_field *fields, cJSON *obj);
+/* Whether sch_default would change obj (a null to drop, a default to fill, at any depth): when
+ * not, a reader may use obj as the defaulted object without copying it. */
+bool sch_default_changes(const struct sch_field *fields, const cJSON *obj);
 /* The row named name, or NULL. */
 const struct sch_field *sch_find(const struct sch_field *fields, const char *name);
 /* Detaches every member of obj that fields cannot hold (recursively: an unknown name, or a known

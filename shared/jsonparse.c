@@ -1,0 +1,457 @@
+/*
+ * jsonparse.c: json_parse_strict, one pass over the bytes building a cJSON tree.
+ *
+ * Why not cJSON_Parse: on a 3.6 KB AdmissionReview cJSON spent about 125,000 instructions, over
+ * half of a /validate request (docs/operations/benchmarks.md): every string is scanned twice,
+ * every number copied and handed to strtod, every byte read through bounds-checked helpers, and
+ * the depth limit needed a second walk. This parser reads each byte once, writes integers of up
+ * to 19 digits without strtod, and checks the depth as it descends.
+ *
+ * The tree is exactly what cJSON builds (same node types, values, valueint saturation, member
+ * order, duplicate keys kept, first child's prev pointing at the last child), allocated through
+ * cJSON's own hooks (cJSON_malloc: an arena's blocks where arena.c is linked), so cJSON_Delete
+ * and every cJSON function work on it. The
+ * grammar is RFC 8259's, stricter than cJSON 1.7.15 where that library is lax: whitespace is
+ * only space, tab, LF and CR (cJSON skipped every byte below 33); numbers follow the JSON
+ * grammar (cJSON handed "01", "1.", "-.5" and "1e" to strtod); a string may not hold a raw
+ * control character (U+0000 to U+001F must be escaped) and \u takes four hex digits (cJSON read
+ * "\uZZZZ" as U+0000). Like cJSON, a UTF-8 byte order mark before the value is skipped, \u0000
+ * ends the C string, and bytes are not checked to be valid UTF-8.
+ * tests/unit/test_jsonparse.c holds both parsers to the same trees.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "json.h"
+
+enum jp_fail { JP_OK, JP_SYNTAX, JP_DEEP, JP_NOMEM };
+
+struct jp {
+  const unsigned char *p, *end;
+  const unsigned char *bad; /* where the syntax failed */
+  enum jp_fail fail;
+};
+
+/* Bytes a string holds as they are: not '"', not '\\', not a control character. */
+static const unsigned char plain[256] = {
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+  R16(0), R16(0),
+  1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20..0x2f: '"' is 0x22 */
+  R16(1), R16(1),
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50..0x5f: '\\' is 0x5c */
+  R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1),
+#undef R16
+};
+
+static bool syntax(struct jp *j, const unsigned char *at)
+{
+  j->fail = JP_SYNTAX;
+  j->bad = at;
+  return false;
+}
+
+/* Kubernetes sends compact JSON: the first byte is almost never whitespace. */
+static inline void skip_ws(struct jp *j)
+{
+  while(j->p < j->end && *j->p <= ' ' &&
+        (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+    j->p++;
+}
+
+static bool is_digit(const struct jp *j, const unsigned char *p)
+{
+  return p < j->end && *p >= '0' && *p <= '9';
+}
+
+static int hex4(const unsigned char *p)
+{
+  int v = 0;
+  for(int i = 0; i < 4; i++) {
+    unsigned char c = p[i];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if(d < 0)
+      return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/* Decodes the escape at *in (a backslash) into *out; both advance. */
+static bool unescape(struct jp *j, const unsigned char **in, unsigned char **out)
+{
+  const unsigned char *s = *in;
+  unsigned char *o = *out;
+  char c = s + 1 < j->end ? (char)s[1] : '\0';
+  switch(c) {
+  case '"': case '\\': case '/': *o++ = (unsigned char)c; break;
+  case 'b': *o++ = '\b'; break;
+  case 'f': *o++ = '\f'; break;
+  case 'n': *o++ = '\n'; break;
+  case 'r': *o++ = '\r'; break;
+  case 't': *o++ = '\t'; break;
+  default: o = NULL;
+  }
+  if(o) {
+    *in = s + 2;
+    *out = o;
+    return true;
+  }
+  o = *out;
+  if(s + 1 >= j->end || s[1] != 'u' || j->end - s < 6)
+    return syntax(j, s);
+  int hi = hex4(s + 2);
+  unsigned long cp = (unsigned long)hi;
+  size_t used = 6;
+  if(hi < 0 || (hi >= 0xDC00 && hi <= 0xDFFF))
+    return syntax(j, s); /* not hex, or the second half of a pair alone */
+  if(hi >= 0xD800 && hi <= 0xDBFF) {
+    int lo = j->end - s >= 12 && s[6] == '\\' && s[7] == 'u' ? hex4(s + 8) : -1;
+    if(lo < 0xDC00 || lo > 0xDFFF)
+      return syntax(j, s); /* a first half without its second */
+    cp = 0x10000 + (((unsigned long)hi & 0x3FF) << 10 | ((unsigned long)lo & 0x3FF));
+    used = 12;
+  }
+  if(cp < 0x80)
+    *o++ = (unsigned char)cp;
+  else if(cp < 0x800) {
+    *o++ = (unsigned char)(0xC0 | cp >> 6);
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  } else if(cp < 0x10000) {
+    *o++ = (unsigned char)(0xE0 | cp >> 12);
+    *o++ = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  } else {
+    *o++ = (unsigned char)(0xF0 | cp >> 18);
+    *o++ = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  }
+  *in = s + used;
+  *out = o;
+  return true;
+}
+
+/* Nonzero when one of the 8 bytes of x is '"', '\\' or a control character. A byte above a
+ * match may be flagged too (borrows): callers only stop early and then look byte by byte. */
+static uint64_t special8(uint64_t x)
+{
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs;
+}
+
+/* The first byte at or after p that a string does not hold as it is, or end. Sixteen bytes at
+ * a time with SSE2 (every x86-64 has it); elsewhere eight at a time on a little-endian machine,
+ * where the lowest flagged byte of special8 is an exact match (borrows only flag bytes above
+ * one); then byte by byte. */
+static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end)
+{
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+  const __m128i below = _mm_set1_epi8(0x1F);
+  while(end - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    /* x <= 0x1F unsigned: max(x, 0x1F) == 0x1F */
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                               _mm_cmpeq_epi8(_mm_max_epu8(x, below), below));
+    unsigned m = (unsigned)_mm_movemask_epi8(hit);
+    if(m)
+      return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  while(end - p >= 8) {
+    uint64_t x, m;
+    memcpy(&x, p, 8);
+    if((m = special8(x)))
+      return p + (__builtin_ctzll(m) >> 3);
+    p += 8;
+  }
+#endif
+  while(p < end && plain[*p])
+    p++;
+  return p;
+}
+
+/* Copies [q, e), which holds no '"' and no control character, into o, decoding escapes. */
+static bool copy_unescaped(struct jp *j, const unsigned char *q, const unsigned char *e,
+                           unsigned char *o)
+{
+  while(q < e) {
+    if(*q == '\\') {
+      if(!unescape(j, &q, &o))
+        return false;
+      continue;
+    }
+    uint64_t x;
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while(e - q >= 8 && (memcpy(&x, q, 8), !(((x ^ (ones * '\\')) - ones) & ~(x ^ (ones * '\\')) & highs))) {
+      memcpy(o, &x, 8);
+      o += 8;
+      q += 8;
+    }
+    while(q < e && *q != '\\')
+      *o++ = *q++;
+  }
+  if(q != e) /* a pair's second half ran past the closing quote */
+    return syntax(j, e);
+  *o = '\0';
+  return true;
+}
+
+/* The string starting at j->p (a '"'), unescaped into a block of the hooks' allocator. */
+static bool parse_string(struct jp *j, char **out)
+{
+  const unsigned char *s = j->p + 1, *e = s;
+  bool escaped = false;
+  for(;;) {
+    e = skip_plain(e, j->end);
+    if(e >= j->end)
+      return syntax(j, j->end);
+    if(*e == '"')
+      break;
+    if(*e < 0x20)
+      return syntax(j, e);
+    if(j->end - e < 2) /* a backslash as the last byte */
+      return syntax(j, j->end);
+    escaped = true;
+    e += 2;
+  }
+  /* unescaped, the text never grows */
+  unsigned char *r = cJSON_malloc((size_t)(e - s) + 1);
+  if(!r) {
+    j->fail = JP_NOMEM;
+    return false;
+  }
+  *out = (char *)r; /* owned by the node from here, so a failure below still frees it */
+  if(!escaped) {
+    memcpy(r, s, (size_t)(e - s));
+    r[e - s] = '\0';
+    j->p = e + 1;
+    return true;
+  }
+  if(!copy_unescaped(j, s, e, r))
+    return false;
+  j->p = e + 1;
+  return true;
+}
+
+static bool parse_number(struct jp *j, cJSON *n)
+{
+  const unsigned char *s = j->p, *p = s;
+  bool neg = *p == '-', integral = true;
+  if(neg)
+    p++;
+  if(!is_digit(j, p))
+    return syntax(j, p);
+  uint64_t u = 0;
+  if(*p == '0')
+    p++;
+  else
+    while(is_digit(j, p))
+      u = u * 10 + (uint64_t)(*p++ - '0'); /* wraps past 19 digits: strtod then */
+  size_t ndig = (size_t)(p - s) - neg;
+  if(p < j->end && *p == '.') {
+    if(!is_digit(j, ++p))
+      return syntax(j, p);
+    while(is_digit(j, p))
+      p++;
+    integral = false;
+  }
+  if(p < j->end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if(p < j->end && (*p == '+' || *p == '-'))
+      p++;
+    if(!is_digit(j, p))
+      return syntax(j, p);
+    while(is_digit(j, p))
+      p++;
+    integral = false;
+  }
+  double d;
+  if(integral && ndig <= 19) { /* fits in u; the conversion rounds to nearest, as strtod does */
+    d = (double)u;
+    if(neg)
+      d = -d;
+  } else {
+    size_t len = (size_t)(p - s);
+    char small[64], *t = len < sizeof(small) ? small : malloc(len + 1);
+    if(!t) {
+      j->fail = JP_NOMEM;
+      return false;
+    }
+    memcpy(t, s, len);
+    t[len] = '\0';
+    d = strtod(t, NULL); /* the grammar is checked; the C locale's '.' is the JSON one */
+    if(t != small)
+      free(t);
+  }
+  n->type = cJSON_Number;
+  n->valuedouble = d;
+  n->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+  j->p = p;
+  return true;
+}
+
+static bool keyword(struct jp *j, const char *word, size_t len)
+{
+  if((size_t)(j->end - j->p) < len || memcmp(j->p, word, len))
+    return syntax(j, j->p);
+  j->p += len;
+  return true;
+}
+
+static bool parse_value(struct jp *j, cJSON *n, int depth);
+
+/* A new node appended to parent's children (tail tracked by the caller); NULL when out of
+ * memory. */
+static cJSON *append(struct jp *j, cJSON *parent, cJSON **tail)
+{
+  cJSON *c = cJSON_malloc(sizeof(*c));
+  if(!c) {
+    j->fail = JP_NOMEM;
+    return NULL;
+  }
+  *c = (cJSON){ 0 };
+  if(*tail) {
+    (*tail)->next = c;
+    c->prev = *tail;
+  } else
+    parent->child = c;
+  parent->child->prev = c; /* cJSON's convention: the first child's prev is the last one */
+  *tail = c;
+  return c;
+}
+
+/* The members of a container; depth is the container's own (the root's is 1). */
+static bool parse_container(struct jp *j, cJSON *n, int depth, bool object)
+{
+  unsigned char close = object ? '}' : ']';
+  n->type = object ? cJSON_Object : cJSON_Array;
+  j->p++;
+  skip_ws(j);
+  if(j->p < j->end && *j->p == close) {
+    j->p++;
+    return true;
+  }
+  if(depth >= JSON_MAX_DEPTH) {
+    j->fail = JP_DEEP;
+    return false;
+  }
+  cJSON *tail = NULL;
+  for(;;) {
+    cJSON *c = append(j, n, &tail);
+    if(!c)
+      return false;
+    if(object) {
+      if(j->p >= j->end || *j->p != '"')
+        return syntax(j, j->p);
+      if(!parse_string(j, &c->string))
+        return false;
+      skip_ws(j);
+      if(j->p >= j->end || *j->p != ':')
+        return syntax(j, j->p);
+      j->p++;
+      skip_ws(j);
+    }
+    if(!parse_value(j, c, depth + 1))
+      return false;
+    skip_ws(j);
+    if(j->p < j->end && *j->p == ',') {
+      j->p++;
+      skip_ws(j);
+      continue;
+    }
+    if(j->p < j->end && *j->p == close) {
+      j->p++;
+      return true;
+    }
+    return syntax(j, j->p);
+  }
+}
+
+static bool parse_value(struct jp *j, cJSON *n, int depth)
+{
+  if(j->p >= j->end)
+    return syntax(j, j->end);
+  switch(*j->p) {
+  case '{':
+    return parse_container(j, n, depth, true);
+  case '[':
+    return parse_container(j, n, depth, false);
+  case '"':
+    n->type = cJSON_String;
+    return parse_string(j, &n->valuestring);
+  case 't':
+    n->type = cJSON_True;
+    n->valueint = 1;
+    return keyword(j, "true", 4);
+  case 'f':
+    n->type = cJSON_False;
+    return keyword(j, "false", 5);
+  case 'n':
+    n->type = cJSON_NULL;
+    return keyword(j, "null", 4);
+  default:
+    return parse_number(j, n);
+  }
+}
+
+gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
+{
+  *out = NULL;
+  if(len == 0) {
+    snprintf(errbuf, errlen, "empty body: expected a JSON object");
+    return GW_EPARSE;
+  }
+  const unsigned char *start = (const unsigned char *)buf;
+  struct jp j = { start, start + len, NULL, JP_OK };
+  if(len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
+    j.p += 3;
+  /* A terminating NUL counted in len is not data. */
+  if(j.end > j.p && j.end[-1] == '\0')
+    j.end--;
+  cJSON *v = cJSON_malloc(sizeof(*v));
+  if(!v) {
+    snprintf(errbuf, errlen, "out of memory parsing %zu bytes of JSON", len);
+    return GW_ENOMEM;
+  }
+  *v = (cJSON){ 0 };
+  skip_ws(&j);
+  bool trailing = false;
+  if(parse_value(&j, v, 1)) {
+    skip_ws(&j);
+    if(j.p < j.end) {
+      trailing = true;
+      syntax(&j, j.p);
+    }
+  }
+  if(j.fail == JP_OK) {
+    *out = v;
+    return GW_OK;
+  }
+  cJSON_Delete(v); /* every block is linked into v as soon as it is allocated */
+  size_t off = (size_t)(j.bad - start);
+  if(j.fail == JP_DEEP)
+    snprintf(errbuf, errlen, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
+  else if(j.fail == JP_NOMEM) {
+    snprintf(errbuf, errlen, "out of memory parsing %zu bytes of JSON", len);
+    return GW_ENOMEM;
+  } else if(trailing)
+    snprintf(errbuf, errlen, "malformed JSON: unexpected data after the value at byte %zu", off);
+  else if(j.bad >= j.end)
+    snprintf(errbuf, errlen, "malformed JSON: input ends early (%zu bytes)", len);
+  else
+    snprintf(errbuf, errlen, "malformed JSON at byte %zu", off);
+  return GW_EPARSE;
+}
