@@ -260,6 +260,11 @@ bool json_equal(const cJSON *a, const cJSON *b)
     return false;
   if(a == b)
     return true;
+  /* a reference (cJSON_Create*Reference) and what it refers to share their members or text */
+  if((cJSON_IsArray(a) || cJSON_IsObject(a)) && a->child && a->child == b->child)
+    return true;
+  if((cJSON_IsString(a) || cJSON_IsRaw(a)) && a->valuestring && a->valuestring == b->valuestring)
+    return true;
   switch(a->type & 0xFF) {
   case cJSON_False:
   case cJSON_True:

@@ -80,12 +80,47 @@ static char *hub_api_version(const struct api_kind *k)
   return s;
 }
 
+/* A copy of obj whose metadata.managedFields is a reference to obj's: no rule, default,
+ * conversion or mutation writes it, and it is often half the object (a field set per manager
+ * mirroring the spec). json_equal sees a reference equal to what it refers to at once, so the
+ * patch diff does not walk it either. */
+static cJSON *copy_sharing_managed_fields(const cJSON *obj)
+{
+  const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+  const cJSON *mf = cJSON_GetObjectItemCaseSensitive(md, "managedFields");
+  if(!cJSON_IsObject(obj) || !cJSON_IsArray(mf))
+    return cJSON_Duplicate(obj, 1);
+  cJSON *c = cJSON_CreateObject();
+  for(const cJSON *m = obj->child; c && m; m = m->next) {
+    cJSON *item;
+    if(m != md)
+      item = cJSON_Duplicate(m, 1);
+    else {
+      item = cJSON_CreateObject();
+      for(const cJSON *f = md->child; item && f; f = f->next) {
+        cJSON *v = f == mf ? cJSON_CreateArrayReference(mf->child) : cJSON_Duplicate(f, 1);
+        if(!v || !cJSON_AddItemToObject(item, f->string, v)) {
+          cJSON_Delete(v);
+          cJSON_Delete(item);
+          item = NULL;
+        }
+      }
+    }
+    if(!item || !cJSON_AddItemToObject(c, m->string, item)) {
+      cJSON_Delete(item);
+      cJSON_Delete(c);
+      c = NULL;
+    }
+  }
+  return c;
+}
+
 /* A defaulted hub copy of obj, or NULL when obj cannot be converted. */
 static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
 {
   if(!obj)
     return NULL;
-  cJSON *c = cJSON_Duplicate(obj, 1);
+  cJSON *c = copy_sharing_managed_fields(obj);
   char *hub = hub_api_version(k);
   char err[256];
   if(!c || !hub || api_convert(k, c, hub, err, sizeof(err))) {
@@ -142,14 +177,7 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out)
    * of the user's sight (into the fields annotation) and the patch would then drop them.
    * Validation refuses it with the field named. Other errors (an empty string to be stamped,
    * a value out of range) do not stop defaulting. */
-  struct ferrs shape;
-  ferrs_init(&shape);
-  sch_validate(v->spec, json_get(req->obj, "spec"), "spec", &shape, NULL);
-  bool bad = shape.dropped > 0;
-  for(size_t i = 0; i < shape.n && !bad; i++)
-    bad = shape.v[i].type == FERR_TYPE;
-  ferrs_release(&shape);
-  if(bad)
+  if(!sch_types_ok(v->spec, json_get(req->obj, "spec")))
     return GW_OK;
   cJSON *work = hub_copy(k, req->obj);
   cJSON *old = hub_copy(k, req->old);

@@ -365,6 +365,32 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
   }
 }
 
+static bool value_types_ok(const struct sch_field *f, enum sch_type t, const cJSON *v)
+{
+  if(!type_ok(t, v))
+    return false;
+  if(t == SCH_OBJECT)
+    return sch_types_ok(f->fields, v);
+  if(t != SCH_ARRAY && t != SCH_MAP)
+    return true;
+  if(f->max_items && cJSON_GetArraySize(v) > f->max_items)
+    return true; /* refused by its count; sch_validate judges no item */
+  for(const cJSON *c = v->child; c; c = c->next)
+    if(!value_types_ok(f, f->item, c))
+      return false;
+  return true;
+}
+
+bool sch_types_ok(const struct sch_field *fields, const cJSON *obj)
+{
+  for(const struct sch_field *f = fields; f && f->name; f++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
+    if(v && !cJSON_IsNull(v) && !value_types_ok(f, f->type, v))
+      return false;
+  }
+  return true;
+}
+
 static bool default_items(const struct sch_field *f, cJSON *v)
 {
   if(f->item != SCH_OBJECT || !f->fields)

@@ -79,6 +79,10 @@ void strlist_addf(struct strlist *l, const char *fmt, ...) __attribute__((format
  * warnings when warns is not NULL. */
 void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *path,
                   struct ferrs *errs, struct strlist *warns);
+/* Whether every value of obj has its row's type, as far down as sch_validate looks (the items
+ * of a list longer than its max_items are not looked at): sch_validate would report no
+ * FERR_TYPE. The shape check before defaulting, without formats, messages or paths. */
+bool sch_types_ok(const struct sch_field *fields, const cJSON *obj);
 /* Fills defaults into obj (an object) in place. Returns false on allocation failure. */
 bool sch_default(const struct sch_field *fields, cJSON *obj);
 /* Whether sch_default would change obj (a null to drop, a default to fill, at any depth): when
