@@ -322,32 +322,57 @@ static void check_value(const struct sch_field *f, enum sch_type t, const cJSON 
 
 #define ROWS_ON_STACK 64
 
+/* Each row's member of an object (the first with the row's name, as
+ * cJSON_GetObjectItemCaseSensitive finds it), found in one pass over the members rather than a
+ * search per row: the walks below read every row of every object of a review. */
+struct rowmap {
+  const cJSON *on_stack[ROWS_ON_STACK];
+  const cJSON **val; /* val[i]: the member of fields[i], or NULL */
+  size_t nrows;
+  size_t unknown; /* members no row names */
+};
+
+/* GW_ENOMEM (nothing to release) when a table of more than ROWS_ON_STACK rows cannot be held. */
+static gw_rc rowmap_init(struct rowmap *m, const struct sch_field *fields, const cJSON *obj)
+{
+  m->nrows = 0;
+  m->unknown = 0;
+  for(const struct sch_field *f = fields; f && f->name; f++)
+    m->nrows++;
+  m->val = m->on_stack;
+  if(m->nrows > ROWS_ON_STACK) {
+    if(!(m->val = calloc(m->nrows, sizeof(*m->val))))
+      return GW_ENOMEM;
+  } else
+    memset(m->on_stack, 0, m->nrows * sizeof(*m->val));
+  for(const cJSON *c = cJSON_IsObject(obj) ? obj->child : NULL; c; c = c->next) {
+    const struct sch_field *f = c->string ? sch_find(fields, c->string) : NULL;
+    if(!f)
+      m->unknown++;
+    else if(!m->val[f - fields])
+      m->val[f - fields] = c;
+  }
+  return GW_OK;
+}
+
+static void rowmap_release(struct rowmap *m)
+{
+  if(m->val != m->on_stack)
+    free(m->val);
+}
+
 void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *path,
                   struct ferrs *e, struct strlist *w)
 {
   char p[1024];
-  size_t nrows = 0;
-  for(const struct sch_field *f = fields; f && f->name; f++)
-    nrows++;
-  /* Each row's member, in one pass over the members (the first with the name, as
-   * cJSON_GetObjectItemCaseSensitive finds it), rather than a search per row and another per
-   * member for the unknown ones. */
-  const cJSON *on_stack[ROWS_ON_STACK] = { 0 }, **val = on_stack;
-  if(nrows > ROWS_ON_STACK && !(val = calloc(nrows, sizeof(*val)))) {
+  struct rowmap m;
+  if(rowmap_init(&m, fields, obj)) {
     e->oom = true;
     return;
   }
-  size_t unknown = 0;
-  for(const cJSON *c = obj ? obj->child : NULL; c; c = c->next) {
-    const struct sch_field *f = c->string ? sch_find(fields, c->string) : NULL;
-    if(!f)
-      unknown++;
-    else if(!val[f - fields])
-      val[f - fields] = c;
-  }
-  for(size_t i = 0; i < nrows; i++) {
+  for(size_t i = 0; i < m.nrows; i++) {
     const struct sch_field *f = &fields[i];
-    const cJSON *v = val[i];
+    const cJSON *v = m.val[i];
     if(!v || cJSON_IsNull(v)) {
       if(f->flags & SCH_REQUIRED)
         ferrs_add(e, FERR_REQUIRED, path_join(p, sizeof(p), path, f->name), "is required");
@@ -355,14 +380,13 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
     }
     check_value(f, f->type, v, path_join(p, sizeof(p), path, f->name), e, w);
   }
-  if(val != on_stack)
-    free(val);
-  if(w && fields && unknown) {
+  if(w && fields && m.unknown) {
     for(const cJSON *c = obj->child; c; c = c->next)
       if(c->string && !sch_find(fields, c->string))
         strlist_addf(w, "unknown field \"%s\": not part of the schema, it will be dropped",
                      path_join(p, sizeof(p), path, c->string));
   }
+  rowmap_release(&m);
 }
 
 static bool value_types_ok(const struct sch_field *f, enum sch_type t, const cJSON *v)
@@ -383,12 +407,14 @@ static bool value_types_ok(const struct sch_field *f, enum sch_type t, const cJS
 
 bool sch_types_ok(const struct sch_field *fields, const cJSON *obj)
 {
-  for(const struct sch_field *f = fields; f && f->name; f++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
-    if(v && !cJSON_IsNull(v) && !value_types_ok(f, f->type, v))
-      return false;
-  }
-  return true;
+  struct rowmap m;
+  if(rowmap_init(&m, fields, obj))
+    return false; /* cannot tell: as a type error, nothing is defaulted */
+  bool ok = true;
+  for(size_t i = 0; i < m.nrows && ok; i++)
+    ok = !m.val[i] || cJSON_IsNull(m.val[i]) || value_types_ok(&fields[i], fields[i].type, m.val[i]);
+  rowmap_release(&m);
+  return ok;
 }
 
 static bool default_items(const struct sch_field *f, cJSON *v)
@@ -445,19 +471,24 @@ bool sch_default_changes(const struct sch_field *fields, const cJSON *obj)
 {
   if(!cJSON_IsObject(obj))
     return false;
-  for(const struct sch_field *f = fields; f && f->name; f++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
+  struct rowmap m;
+  if(rowmap_init(&m, fields, obj))
+    return true; /* cannot tell: the caller copies and defaults */
+  bool changes = false;
+  for(size_t i = 0; i < m.nrows && !changes; i++) {
+    const struct sch_field *f = &fields[i];
+    const cJSON *v = m.val[i];
     if(v ? cJSON_IsNull(v) : f->dflt != NULL)
-      return true;
-    if(!v)
+      changes = true;
+    else if(!v)
       continue;
-    if(f->type == SCH_OBJECT && cJSON_IsObject(v) && sch_default_changes(f->fields, v))
-      return true;
-    if(((f->type == SCH_ARRAY && cJSON_IsArray(v)) || (f->type == SCH_MAP && cJSON_IsObject(v))) &&
-       items_change(f, v))
-      return true;
+    else if(f->type == SCH_OBJECT && cJSON_IsObject(v))
+      changes = sch_default_changes(f->fields, v);
+    else if((f->type == SCH_ARRAY && cJSON_IsArray(v)) || (f->type == SCH_MAP && cJSON_IsObject(v)))
+      changes = items_change(f, v);
   }
-  return false;
+  rowmap_release(&m);
+  return changes;
 }
 
 bool sch_split_unknown(const struct sch_field *fields, cJSON *obj, cJSON *leftover)
