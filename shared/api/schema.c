@@ -1,6 +1,7 @@
 #include "api/schema.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,30 +328,54 @@ static void check_value(const struct sch_field *f, enum sch_type t, const cJSON 
  * search per row: the walks below read every row of every object of a review. */
 struct rowmap {
   const cJSON *on_stack[ROWS_ON_STACK];
-  const cJSON **val; /* val[i]: the member of fields[i], or NULL */
+  uint64_t seen;     /* with on_stack: which rows have a member (the rest is not initialised) */
+  const cJSON **val; /* on_stack, or a zeroed array of nrows */
   size_t nrows;
   size_t unknown; /* members no row names */
 };
+
+/* The member of fields[i], or NULL. */
+static const cJSON *rowmap_get(const struct rowmap *m, size_t i)
+{
+  if(m->val != m->on_stack)
+    return m->val[i];
+  return m->seen >> i & 1 ? m->on_stack[i] : NULL;
+}
 
 /* GW_ENOMEM (nothing to release) when a table of more than ROWS_ON_STACK rows cannot be held. */
 static gw_rc rowmap_init(struct rowmap *m, const struct sch_field *fields, const cJSON *obj)
 {
   m->nrows = 0;
   m->unknown = 0;
+  m->seen = 0;
   for(const struct sch_field *f = fields; f && f->name; f++)
     m->nrows++;
   m->val = m->on_stack;
-  if(m->nrows > ROWS_ON_STACK) {
-    if(!(m->val = calloc(m->nrows, sizeof(*m->val))))
-      return GW_ENOMEM;
-  } else
-    memset(m->on_stack, 0, m->nrows * sizeof(*m->val));
+  if(m->nrows > ROWS_ON_STACK && !(m->val = calloc(m->nrows, sizeof(*m->val))))
+    return GW_ENOMEM;
+  /* Members mostly come in the table's order (the generator, kubectl and the defaults all
+   * follow it), so each search starts at the row after the last one found. */
+  size_t next = 0;
   for(const cJSON *c = cJSON_IsObject(obj) ? obj->child : NULL; c; c = c->next) {
-    const struct sch_field *f = c->string ? sch_find(fields, c->string) : NULL;
-    if(!f)
+    size_t i = m->nrows;
+    for(size_t k = 0; c->string && k < m->nrows && i == m->nrows; k++) {
+      size_t r = (next + k) % m->nrows;
+      const char *a = fields[r].name, *b = c->string;
+      while(*a && *a == *b)
+        a++, b++;
+      if(*a == *b)
+        i = r;
+    }
+    if(i == m->nrows) {
       m->unknown++;
-    else if(!m->val[f - fields])
-      m->val[f - fields] = c;
+      continue;
+    }
+    if(!rowmap_get(m, i)) { /* the first member with the name */
+      m->val[i] = c;
+      if(m->val == m->on_stack)
+        m->seen |= (uint64_t)1 << i;
+    }
+    next = i + 1;
   }
   return GW_OK;
 }
@@ -372,7 +397,7 @@ void sch_validate(const struct sch_field *fields, const cJSON *obj, const char *
   }
   for(size_t i = 0; i < m.nrows; i++) {
     const struct sch_field *f = &fields[i];
-    const cJSON *v = m.val[i];
+    const cJSON *v = rowmap_get(&m, i);
     if(!v || cJSON_IsNull(v)) {
       if(f->flags & SCH_REQUIRED)
         ferrs_add(e, FERR_REQUIRED, path_join(p, sizeof(p), path, f->name), "is required");
@@ -412,7 +437,10 @@ bool sch_types_ok(const struct sch_field *fields, const cJSON *obj)
     return false; /* cannot tell: as a type error, nothing is defaulted */
   bool ok = true;
   for(size_t i = 0; i < m.nrows && ok; i++)
-    ok = !m.val[i] || cJSON_IsNull(m.val[i]) || value_types_ok(&fields[i], fields[i].type, m.val[i]);
+  {
+    const cJSON *v = rowmap_get(&m, i);
+    ok = !v || cJSON_IsNull(v) || value_types_ok(&fields[i], fields[i].type, v);
+  }
   rowmap_release(&m);
   return ok;
 }
@@ -477,7 +505,7 @@ bool sch_default_changes(const struct sch_field *fields, const cJSON *obj)
   bool changes = false;
   for(size_t i = 0; i < m.nrows && !changes; i++) {
     const struct sch_field *f = &fields[i];
-    const cJSON *v = m.val[i];
+    const cJSON *v = rowmap_get(&m, i);
     if(v ? cJSON_IsNull(v) : f->dflt != NULL)
       changes = true;
     else if(!v)
