@@ -115,12 +115,28 @@ static cJSON *copy_sharing_managed_fields(const cJSON *obj)
   return c;
 }
 
-/* A defaulted hub copy of obj, or NULL when obj cannot be converted. */
+/* A defaulted hub copy of obj, or NULL when obj cannot be converted. The copy of an object in
+ * an older version holds only what that version's schema holds: an unknown member is dropped
+ * before the conversion, as kube-apiserver prunes it before admission and as the round trip
+ * back drops it anyway; left in, one named like a hub field (v1alpha1 "strategy" against
+ * v1beta1's spec.strategy) would stop the moves and defaults that a second pass, without it,
+ * then makes: the mutation would not be idempotent. */
 static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
 {
   if(!obj)
     return NULL;
   cJSON *c = copy_sharing_managed_fields(obj);
+  const struct api_version *v = version_of(k, obj);
+  cJSON *spec = json_get_mut(c, "spec");
+  if(c && v && !api_is_hub(k, v) && cJSON_IsObject(spec)) {
+    cJSON *dropped = cJSON_CreateObject();
+    bool ok = dropped && sch_split_unknown(v->spec, spec, dropped);
+    cJSON_Delete(dropped);
+    if(!ok) {
+      cJSON_Delete(c);
+      return NULL;
+    }
+  }
   char *hub = hub_api_version(k);
   char err[256];
   if(!c || !hub || api_convert(k, c, hub, err, sizeof(err))) {

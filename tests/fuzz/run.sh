@@ -4,7 +4,8 @@
 # bounded time from the seed corpus. Fails on any crash, leak, undefined behaviour, timeout, or
 # broken contract (the targets check what DESIGN.md promises; see each fuzz_*.c).
 #
-#   tests/fuzz/run.sh [TARGET ...]      TARGET: admission conversion jsonpatch yaml (default: all)
+#   tests/fuzz/run.sh [TARGET ...]      TARGET: admission conversion json jsonpatch yaml
+#                                       (default: all)
 # Environment:
 #   FUZZ_SECONDS=30    fuzzing time per target
 #   FUZZ_BUILD=build-fuzz
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/../.."
 secs=${FUZZ_SECONDS:-30}
 build=${FUZZ_BUILD:-build-fuzz}
 timeout=${FUZZ_TIMEOUT:-10}
-targets=${*:-"admission conversion jsonpatch yaml"}
+targets=${*:-"admission conversion json jsonpatch yaml"}
 extra=${FUZZ_ARGS:-}
 
 die() { echo "fuzz: $*" >&2; exit 1; }
@@ -58,7 +59,9 @@ for t in $targets; do
   corpus=$build/corpus/$t
   art=$build/artifacts/$t
   mkdir -p "$corpus" "$art"
-  for d in "tests/fuzz/corpus/$t" "$gen/$t"; do
+  seeds="tests/fuzz/corpus/$t $gen/$t"
+  [ "$t" = json ] && seeds="$seeds $gen/admission $gen/conversion" # the bodies it decodes
+  for d in $seeds; do
     [ -d "$d" ] && cp -r "$d/." "$corpus/"
   done
   log=$build/fuzz-$t.log

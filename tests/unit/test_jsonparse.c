@@ -307,6 +307,12 @@ Test(jsonparse, corners_parse_as_cjson_parses_them)
   };
   for(size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++)
     assert_parses_like_cjson(docs[i], strlen(docs[i]), docs[i]);
+  /* a byte order mark before a value of one byte (cJSON skips it only before two or more) */
+  cJSON *v;
+  char err[160];
+  cr_assert_eq(json_parse_strict("\xEF\xBB\xBF" "6", 4, &v, err, sizeof(err)), GW_OK, "%s", err);
+  cr_assert_eq(v->valuedouble, 6);
+  cJSON_Delete(v);
   /* a NUL counted in the length after the value */
   assert_parses_like_cjson("{\"a\":[1]}", 10, "trailing NUL");
 }
