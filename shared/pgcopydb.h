@@ -26,6 +26,11 @@
 
 #define PGCOPYDB_MAX_PLUGINS 2
 
+/* The file the cutover Job leaves in pgcopydb's --dir once the end position is set (pgcopydb
+ * 0.10 to 0.14): the live worker's shell then wakes pgcopydb's 10 s sleeps with SIGHUP
+ * (controller/runner/cutover.c writes it, controller/migration/worker.c waits for it). */
+#define PGCOPYDB_DRAIN_WAKE_FILE "godwit-drain-wake"
+
 /* A pgcopydb version; known false when it could not be learned. */
 struct pgcopydb_version {
   bool known;

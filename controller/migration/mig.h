@@ -46,6 +46,7 @@
 #include "../manager.h"
 #include "api/migration.h"
 #include "migration.h"
+#include "pgcopydb.h"
 
 enum mig_phase {
   MP_NONE = -1,
@@ -88,7 +89,7 @@ enum mig_phase mig_phase_parse(const char *s);
 /* Left by the cutover Job (pgcopydb < 0.15) once the end position is set: the live worker's
  * shell then wakes pgcopydb's sleeping processes (worker.c). The runner writes it as
  * <--dir>/godwit-drain-wake. */
-#define MIG_DRAIN_WAKE MIG_WORK_DIR "/godwit-drain-wake"
+#define MIG_DRAIN_WAKE MIG_WORK_DIR "/" PGCOPYDB_DRAIN_WAKE_FILE
 #define MIG_FILTERS_FILE "/var/lib/godwit/filters.ini"
 #define MIG_FINALIZER "pgcopydb.io/cleanup"
 #define MIG_STEP_DEADLINE_S 900        /* defaults of the runner Jobs' deadlines (jobs.c) */

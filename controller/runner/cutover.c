@@ -48,6 +48,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pgcopydb.h"
 #include "step.h"
 #include "workdir.h"
 
@@ -271,7 +272,7 @@ static void nudge(struct st_ctx *c, struct cutover_out *o)
 static void wake_worker(const struct st_ctx *c)
 {
   char path[4096];
-  st_fmt(path, sizeof(path), "%s/godwit-drain-wake", c->o.dir);
+  st_fmt(path, sizeof(path), "%s/" PGCOPYDB_DRAIN_WAKE_FILE, c->o.dir);
   FILE *f = fopen(path, "w");
   bool ok = f && fputs("end position set\n", f) != EOF;
   if(f && fclose(f))

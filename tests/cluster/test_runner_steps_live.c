@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pgcopydb.h"
 #include "json.h"
 #include "test_runner_steps_util.h"
 
@@ -119,7 +120,7 @@ Test(runner_steps_live, cutover_and_verify_during_clone_follow, .timeout = 400)
   cr_expect(sr_bool(&r, "nudge.switchWal"), "src_app was granted pg_switch_wal()");
   /* the live worker's shell wakes pgcopydb's apply once this file is there */
   char wake[600];
-  snprintf(wake, sizeof(wake), "%s/godwit-drain-wake", work);
+  snprintf(wake, sizeof(wake), "%s/" PGCOPYDB_DRAIN_WAKE_FILE, work);
   cr_expect_eq(access(wake, F_OK), 0, "no %s: %s", wake, r.out);
   cr_expect_not_null(strstr(r.out, "PASS cutover.wake: "), "%s", r.out);
   char end[32];
@@ -276,7 +277,7 @@ Test(runner_steps_live, cutover_sets_the_end_position_in_a_sqlite_catalog, .time
   cr_expect(sr_bool(&r, "applyEnabled"));
   cr_expect_not(sr_bool(&r, "nudge.message"), "no logical message into test_decoding");
   char wake[600];
-  snprintf(wake, sizeof(wake), "%s/godwit-drain-wake", dir);
+  snprintf(wake, sizeof(wake), "%s/" PGCOPYDB_DRAIN_WAKE_FILE, dir);
   cr_expect_neq(access(wake, F_OK), 0, "0.15+ has no apply sleep to cut: no wake file");
   char end[32];
   snprintf(end, sizeof(end), "%s", sr_str(&r, "endLSN"));

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pgcopydb.h"
 #include "migration/mig.h"
 #include "strbuf.h"
 
@@ -165,7 +166,7 @@ Test(worker_script, a_live_worker_on_0_10_is_woken_only_after_the_cutover)
   char wake[128];
   snprintf(wake, sizeof(wake), "%s/mnt/pgcopydb", r.dir);
   mkdir(wake, 0755);
-  put(wake, "godwit-drain-wake", "end position set\n", 0644);
+  put(wake, PGCOPYDB_DRAIN_WAKE_FILE, "end position set\n", 0644);
   bool woken = false;
   for(int t = 0; t < 10000 && !woken; t += 50) {
     woken = lines(&r, "hups") >= 3;
@@ -203,7 +204,7 @@ Test(worker_script, other_workers_exec_pgcopydb_and_are_never_woken)
     char wake[128];
     snprintf(wake, sizeof(wake), "%s/mnt/pgcopydb", r.dir);
     mkdir(wake, 0755);
-    put(wake, "godwit-drain-wake", "end position set\n", 0644);
+    put(wake, PGCOPYDB_DRAIN_WAKE_FILE, "end position set\n", 0644);
     sleep_ms(1500);
     cr_expect_eq(lines(&r, "hups"), 0, "case %zu: woken", i);
     put(r.dir, "code", "0\n", 0644);
