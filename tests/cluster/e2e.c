@@ -942,7 +942,9 @@ void e2e_controller_start(struct e2e *e)
     setenv("GODWIT_NODEAGENT_TOKEN_FILE", tok, 1);
     setenv("GODWIT_PODMOTION_AUDIT_LOG", cl_path(&e->c, "podmotion-audit.log"), 1);
   }
-  char *argv[] = { bin, "--kubeconfig", e->c.kubeconfig, "--metrics-port", "0", "--port-file",
+  /* as up starts it: as its ServiceAccount, under manifests/rbac-controller.yaml */
+  char *argv[] = { bin, "--kubeconfig", e->c.kubeconfig, "--context", "godwit-controller",
+                   "--metrics-port", "0", "--port-file",
                    port, "--bind", "127.0.0.1", "--log-level", "info", NULL };
   spawn_recorded(e, "controller", log, argv);
   for(int i = 0; i < 200; i++) {

@@ -349,3 +349,29 @@ __attribute__((constructor)) static void harness_quiet_logs(void)
   int lvl = l ? log_level_parse(l) : -1;
   log_set_level(lvl >= 0 ? (enum log_level)lvl : LOG_ERROR);
 }
+
+void cl_runner_identity(struct cl *c, const char *ns)
+{
+  static const struct kube_gvr rolebindings = { "rbac.authorization.k8s.io", "v1",
+                                                "rolebindings", true };
+  char sa[300], rb[1024];
+  snprintf(sa, sizeof(sa), "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":{"
+           "\"name\":\"godwit-runner\",\"namespace\":\"%s\"}}", ns);
+  snprintf(rb, sizeof(rb), "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":"
+           "\"RoleBinding\",\"metadata\":{\"name\":\"godwit-runner\",\"namespace\":\"%s\"},"
+           "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+           "\"name\":\"godwit-runner\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":"
+           "\"godwit-runner\",\"namespace\":\"%s\"}]}", ns, ns);
+  const char *docs[] = { sa, rb };
+  const struct kube_gvr *gvrs[] = { &KUBE_SERVICEACCOUNTS, &rolebindings };
+  struct kube_client *k = cl_client(c, "admin");
+  for(size_t i = 0; i < 2; i++) {
+    cJSON *obj = cJSON_Parse(docs[i]);
+    struct kube_status st;
+    kube_status_init(&st);
+    gw_rc rc = kube_create(k, gvrs[i], ns, obj, false, NULL, &st);
+    cr_assert(rc == GW_OK || rc == GW_ECONFLICT, "%s: %d %s", docs[i], st.code, st.message);
+    kube_status_release(&st);
+    cJSON_Delete(obj);
+  }
+}

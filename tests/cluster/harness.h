@@ -44,6 +44,10 @@ int cl_kubectl(struct cl *c, const char *user, char **out, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 /* Applies a fault rule (JSON) through /__faults (needs CL_FAULTS). */
 void cl_fault(struct cl *c, const char *rule_json);
+/* What the controller makes before a runner Pod's first Job in ns (controller/ptah/exec.c,
+ * op_runner_identity): the ServiceAccount godwit-runner and its RoleBinding to the ClusterRole
+ * godwit-runner of manifests/rbac-runner.yaml. For tests that create runner Jobs themselves. */
+void cl_runner_identity(struct cl *c, const char *ns);
 /* The count left of fault rule i (0 first, in the order added; -1 is every time), INT_MIN when
  * there is no rule i. */
 int cl_fault_count(struct cl *c, int i);

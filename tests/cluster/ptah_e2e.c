@@ -228,11 +228,12 @@ bool psch_wait_approval(struct e2e *e, const char *name, const char *phase, int 
   return false;
 }
 
-int psch_approval_events(struct e2e *e, const char *name, const char *reason)
+int psch_approval_events(struct e2e *e, const char *name, const char *reason, int min,
+                         int timeout_ms)
 {
   const char *kind = e->kind;
   e->kind = "PtahSchemaApproval";
-  int n = e2e_event_count(e, name, reason);
+  int n = e2e_wait_event_count(e, name, reason, min, timeout_ms);
   e->kind = kind;
   return n;
 }

@@ -68,8 +68,9 @@ int psch_approve(struct e2e *e, const char *user, const char *name, const char *
 /* The approval's status.phase ("" when absent), thread-local buffer; wait for one. */
 const char *psch_approval_phase(struct e2e *e, const char *name);
 bool psch_wait_approval(struct e2e *e, const char *name, const char *phase, int timeout_ms);
-/* Events of that reason on the approval. */
-int psch_approval_events(struct e2e *e, const char *name, const char *reason);
+/* Events of that reason on the approval, once there are min or after timeout_ms. */
+int psch_approval_events(struct e2e *e, const char *name, const char *reason, int min,
+                         int timeout_ms);
 /* Waits for the phase of "orders"; asserts with its state on timeout. */
 void psch_want_phase(struct e2e *e, const char *phase, int timeout_ms);
 /* Waits until "orders" waits for an approval of a plan other than not_digest (NULL: any); the

@@ -902,9 +902,7 @@ Test(runner_ptah, durable_result_is_a_record_written_once_per_job, .timeout = 24
   /* the API server fails the first creates: more than one call's own retries absorb */
   cl_fault(&c, "{\"verb\":\"create\",\"pathRegex\":\"/ptahresultrecords$\",\"code\":503,"
                "\"count\":4,\"dryRun\":false}");
-  create_ignoring_conflict(k, &KUBE_SERVICEACCOUNTS,
-                           "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
-                           "{\"name\":\"godwit-runner\",\"namespace\":\"default\"}}");
+  cl_runner_identity(&c, "default");
   char secret[512];
   snprintf(secret, sizeof(secret), "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
            "{\"name\":\"shop-db\",\"namespace\":\"default\"},\"stringData\":{\"uri\":\"%s\"}}",

@@ -720,15 +720,13 @@ static void write_desired(const struct scfx *f, const char *name, const char *sq
   fclose(out);
 }
 
-static void create_ignoring_conflict(struct kube_client *k, const char *json)
+static void create_secret(struct kube_client *k, const char *json)
 {
   cJSON *obj = cJSON_Parse(json);
   cr_assert_not_null(obj);
-  const char *kind = json_get_str(obj, "kind");
-  const struct kube_gvr *r = !strcmp(kind, "Secret") ? &KUBE_SECRETS : &KUBE_SERVICEACCOUNTS;
   struct kube_status st;
   kube_status_init(&st);
-  gw_rc rc = kube_create(k, r, "default", obj, false, NULL, &st);
+  gw_rc rc = kube_create(k, &KUBE_SECRETS, "default", obj, false, NULL, &st);
   cr_assert(rc == GW_OK || rc == GW_ECONFLICT, "%s: %d %s", json, st.code, st.message);
   kube_status_release(&st);
   cJSON_Delete(obj);
@@ -762,13 +760,12 @@ Test(runner_schema_apply, durable_records_of_plan_apply_observe, .timeout = 420)
   struct cl c;
   cl_start(&c, CL_WEBHOOK | CL_JOBRUNNER);
   struct kube_client *k = cl_client(&c, "admin");
-  create_ignoring_conflict(k, "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
-                              "{\"name\":\"godwit-runner\",\"namespace\":\"default\"}}");
+  cl_runner_identity(&c, "default");
   char secret[512];
   snprintf(secret, sizeof(secret), "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
            "{\"name\":\"shop-db\",\"namespace\":\"default\"},\"stringData\":{\"uri\":\"%s\"}}",
            f.uri);
-  create_ignoring_conflict(k, secret);
+  create_secret(k, secret);
   const char *passes = "CREATE TYPE st AS ENUM ('new', 'paid');\n"
                        "CREATE TABLE customers (id int PRIMARY KEY, name text, email text);\n"
                        "CREATE INDEX customers_email ON customers (email);\n"
@@ -893,6 +890,17 @@ Test(runner_schema_apply, durable_records_of_plan_apply_observe, .timeout = 420)
                           "{\"name\":\"elsewhere\"}}");
   cr_assert_eq(kube_create(k, &KUBE_NAMESPACES, NULL, ns, false, NULL, NULL), GW_OK);
   cJSON_Delete(ns);
+  /* a grant too broad (the runner's role bound in elsewhere for default's runners): RBAC lets
+   * the record through, the webhook's namespace rule is what refuses it */
+  static const struct kube_gvr rolebindings = { "rbac.authorization.k8s.io", "v1",
+                                                "rolebindings", true };
+  cJSON *rb = cJSON_Parse("{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":"
+                          "\"RoleBinding\",\"metadata\":{\"name\":\"too-broad\"},\"roleRef\":{"
+                          "\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+                          "\"name\":\"godwit-runner\"},\"subjects\":[{\"kind\":\"ServiceAccount\","
+                          "\"name\":\"godwit-runner\",\"namespace\":\"default\"}]}");
+  cr_assert_eq(kube_create(k, &rolebindings, "elsewhere", rb, false, NULL, NULL), GW_OK);
+  cJSON_Delete(rb);
   snprintf(args, sizeof(args), ",\"--operation\",\"shop-plan-5\",\"--desired\",\"%s/passes.sql\"",
            f.tmp);
   job_run(&j, k, "shop-plan-5", "elsewhere", &f, args);

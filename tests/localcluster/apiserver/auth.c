@@ -8,6 +8,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "rbac.h"
 #include "rest.h"
 
 #define API_AUDIENCE "https://kubernetes.default.svc.cluster.local"
@@ -237,12 +238,33 @@ static void imp_extra(void *ctx, const char *name, const char *value)
   im->any = true;
 }
 
-static bool is_master(const struct ls_identity *id)
+/* kube's impersonation filter: impersonate on users (or serviceaccounts for a service account's
+ * user name), on each group and on uids, judged by the authorizer. */
+static cJSON *may_impersonate(const struct ls_identity *id, const char *user,
+                              const struct ls_identity *who, const char *uid)
 {
-  for(size_t i = 0; i < id->ngroups; i++)
-    if(!strcmp(id->groups[i], "system:masters"))
-      return true;
-  return false;
+  const char *sa = "system:serviceaccount:";
+  char ns[254] = "", name[254] = "";
+  struct rbac_attrs a = { "impersonate", true, "", "users", "", "", user, "" };
+  if(!strncmp(user, sa, strlen(sa)) && strchr(user + strlen(sa), ':')) {
+    const char *p = user + strlen(sa);
+    snprintf(ns, sizeof(ns), "%.*s", (int)(strchr(p, ':') - p), p);
+    snprintf(name, sizeof(name), "%s", strchr(p, ':') + 1);
+    a.resource = "serviceaccounts";
+    a.ns = ns;
+    a.name = name;
+  }
+  cJSON *st = rbac_check(id, &a);
+  for(size_t i = 0; !st && i < who->ngroups; i++) {
+    struct rbac_attrs g = { "impersonate", true, "", "groups", "", "", who->groups[i], "" };
+    st = rbac_check(id, &g);
+  }
+  if(!st && uid) {
+    struct rbac_attrs u = { "impersonate", true, "authentication.k8s.io", "uids", "", "", uid,
+                            "" };
+    st = rbac_check(id, &u);
+  }
+  return st;
 }
 
 static cJSON *impersonate(struct ls_req *r, struct ls_identity *id)
@@ -262,13 +284,10 @@ static cJSON *impersonate(struct ls_req *r, struct ls_identity *id)
                      "Internal error occurred: requested [Impersonate-Group or Impersonate-Extra] "
                      "without impersonating a user");
   }
-  if(!is_master(id)) {
-    cJSON *st = ls_status(403, "Forbidden", NULL,
-                          "users \"%s\" is forbidden: User \"%s\" cannot impersonate resource "
-                          "\"users\" in API group \"\" at the cluster scope",
-                          user, id->name);
+  cJSON *denied = may_impersonate(id, user, &who, uid);
+  if(denied) {
     auth_identity_release(&who);
-    return st;
+    return denied;
   }
   snprintf(who.name, sizeof(who.name), "%s", user);
   if(uid)

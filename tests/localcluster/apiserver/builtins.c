@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "rbac.h"
 
 static cJSON *ns_prepare(struct ls_wctx *w, cJSON *obj, const cJSON *old)
 {
@@ -261,14 +262,15 @@ const struct ls_builtin ls_builtins[] = {
   { "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "poddisruptionbudget", "pdb",
     NULL, true, LS_B_STATUS, LS_GEN_SPEC, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
   { "rbac.authorization.k8s.io", "v1", "roles", "Role", "role", NULL, NULL, true, 0, LS_GEN_NONE,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+    NULL, NULL, NULL, rbac_role_prepare, NULL, NULL, NULL },
   { "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rolebinding", NULL, NULL,
-    true, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
-  { "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "clusterrole", NULL, NULL,
-    false, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
-  { "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
-    "clusterrolebinding", NULL, NULL, false, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL, NULL,
+    true, 0, LS_GEN_NONE, NULL, NULL, NULL, rbac_binding_prepare, rbac_binding_validate, NULL,
     NULL },
+  { "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "clusterrole", NULL, NULL,
+    false, 0, LS_GEN_NONE, NULL, NULL, NULL, rbac_role_prepare, NULL, NULL, NULL },
+  { "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+    "clusterrolebinding", NULL, NULL, false, 0, LS_GEN_NONE, NULL, NULL, NULL,
+    rbac_binding_prepare, rbac_binding_validate, NULL, NULL },
   { "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
     "customresourcedefinition", "crd,crds", "api-extensions", false, LS_B_STATUS, LS_GEN_SPEC,
     NULL, NULL, NULL, bi_crd_prepare, bi_crd_validate, NULL, NULL },
@@ -286,6 +288,12 @@ const struct ls_builtin ls_builtins[] = {
     NULL },
   { "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
     "selfsubjectaccessreview", NULL, NULL, false, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL },
+  { "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview",
+    "subjectaccessreview", NULL, NULL, false, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL },
+  { "authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
+    "localsubjectaccessreview", NULL, NULL, true, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL,
     NULL, NULL },
   { "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
     "selfsubjectrulesreview", NULL, NULL, false, 0, LS_GEN_NONE, NULL, NULL, NULL, NULL, NULL,
@@ -336,6 +344,8 @@ void builtin_after_commit(const struct ls_rtype *rt, const cJSON *obj, const cJS
   }
   else if(!strcmp(r, "customresourcedefinitions"))
     bi_crd_after(obj, old);
+  else if(!strcmp(r, "clusterroles"))
+    rbac_after_commit(rt);
   else if(!strcmp(r, "mutatingwebhookconfigurations") ||
           !strcmp(r, "validatingwebhookconfigurations"))
     bi_webhook_after(rt, obj, old);

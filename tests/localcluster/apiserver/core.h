@@ -283,6 +283,8 @@ char *ls_protobuf_to_json(const char *body, size_t len, char *err, size_t errlen
 
 /* ---- rest*.c ---- */
 void rest_dispatch(struct ls_req *r);
+/* Whether the path names a resource (/api/v1/..., /apis/G/V/...), not a non-resource URL. */
+bool rest_resource_path(const char *path);
 
 /* The client's end of a streamed answer is closed (poll POLLRDHUP on fd). */
 bool ls_client_gone(int fd);

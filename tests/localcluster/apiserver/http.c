@@ -10,6 +10,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "rbac.h"
 #include "strbuf.h"
 
 static struct MHD_Daemon *daemon_;
@@ -289,6 +290,19 @@ static void handle(struct ls_req *r)
   if(st) {
     req_reply_status(r, st);
     return;
+  }
+  if(!rest_resource_path(r->path)) {
+    char verb[16];
+    size_t i = 0;
+    for(; r->method[i] && i + 1 < sizeof(verb); i++)
+      verb[i] = (char)tolower((unsigned char)r->method[i]);
+    verb[i] = '\0';
+    struct rbac_attrs a = { verb, false, "", "", "", "", "", r->path };
+    st = rbac_check(&r->id, &a);
+    if(st) {
+      req_reply_status(r, st);
+      return;
+    }
   }
   if(!strcmp(r->path, "/__faults")) {
     faults_handle(r);

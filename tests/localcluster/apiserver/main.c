@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "rbac.h"
 #include "rest.h"
 
 struct ls_config ls_cfg;
@@ -103,6 +104,7 @@ static void bootstrap(void)
            "\"godwit-jobrunner://local\",\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\"}}}",
            now, now, LS_KUBE_VERSION, LS_KUBE_VERSION, kernel);
   create("", "v1", "nodes", "", node);
+  rbac_bootstrap();
 }
 
 static char *slurp(const char *path)

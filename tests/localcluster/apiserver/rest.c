@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rbac.h"
 #include "rest.h"
 #include "yamldoc.h"
 
@@ -201,7 +202,7 @@ static void method_not_allowed(struct ls_req *r)
                                 "resource"));
 }
 
-static void review(struct ls_req *r, const struct ls_rtype *rt)
+static void review(struct ls_req *r, const struct ls_rtype *rt, const struct ls_target *t)
 {
   cJSON *body = cJSON_ParseWithLength(r->body, r->body_len);
   if(!cJSON_IsObject(body)) {
@@ -214,21 +215,18 @@ static void review(struct ls_req *r, const struct ls_rtype *rt)
   ls_api_version(rt->group, rt->version, av, sizeof(av));
   ls_set_str(body, "apiVersion", av);
   ls_set_str(body, "kind", rt->kind);
-  cJSON *status = cJSON_CreateObject();
   if(!strcmp(rt->resource, "selfsubjectreviews")) {
+    cJSON *status = cJSON_CreateObject();
     cJSON_AddItemToObject(status, "userInfo", auth_user_info(&r->id));
-  } else if(!strcmp(rt->resource, "selfsubjectaccessreviews")) {
-    cJSON_AddBoolToObject(status, "allowed", 1);
-    cJSON_AddStringToObject(status, "reason", "the local API server authorizes every "
-                                              "authenticated user");
+    ls_set_item(body, "status", status);
   } else {
-    cJSON *rr = cJSON_Parse("[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"]}]");
-    cJSON *nr = cJSON_Parse("[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]");
-    cJSON_AddItemToObject(status, "resourceRules", rr);
-    cJSON_AddItemToObject(status, "nonResourceRules", nr);
-    cJSON_AddBoolToObject(status, "incomplete", 0);
+    cJSON *st = rbac_review(&r->id, rt, t->ns, body);
+    if(st) {
+      cJSON_Delete(body);
+      req_reply_status(r, st);
+      return;
+    }
   }
-  ls_set_item(body, "status", status);
   req_reply_take(r, 201, body);
 }
 
@@ -286,17 +284,58 @@ static bool decode_body(struct ls_req *r, const char *verb)
   return true;
 }
 
+/* kube's RequestInfo for a list or watch names the object a metadata.name field selector
+ * picks, so that resourceNames rules can allow it. */
+static void selected_name(const struct ls_req *r, char *out, size_t len)
+{
+  const char *fs = req_param(r, "fieldSelector");
+  const char *key = "metadata.name=";
+  if(fs && !strncmp(fs, key, strlen(key)) && !strchr(fs, ','))
+    snprintf(out, len, "%s", fs + strlen(key) + (fs[strlen(key)] == '='));
+}
+
+/* RBAC on the request's attributes (rbac.h); NULL when allowed. */
+static cJSON *authorize(const struct ls_req *r, const struct ls_target *t, const char *verb)
+{
+  char name[254];
+  snprintf(name, sizeof(name), "%s", t->name);
+  if(!*name && (!strcmp(verb, "list") || !strcmp(verb, "watch")))
+    selected_name(r, name, sizeof(name));
+  /* /api/v1/namespaces/NAME is in its own namespace */
+  const char *ns = t->has_ns ? t->ns
+                   : (!*t->group && !strcmp(t->resource, "namespaces")) ? t->name : "";
+  struct rbac_attrs a = { verb, true, t->group, t->resource, t->sub, ns, name, "" };
+  return rbac_check(&r->id, &a);
+}
+
+bool rest_resource_path(const char *path)
+{
+  struct ls_target t;
+  bool watch_prefix;
+  return parse_path(path, &t, &watch_prefix);
+}
+
 void rest_dispatch(struct ls_req *r)
 {
   struct ls_target t;
   bool watch_prefix;
   struct ls_rtype rt;
-  if(!parse_path(r->path, &t, &watch_prefix) || !res_lookup(t.group, t.version, t.resource, &rt) ||
-     (t.has_ns && !rt.namespaced) || (t.sub[0] && !res_has_sub(&rt, t.sub))) {
+  if(!parse_path(r->path, &t, &watch_prefix)) {
     not_found_path(r);
     return;
   }
+  /* kube authorizes what the path names before looking the resource up */
   const char *verb = verb_of(r, &t, watch_prefix);
+  cJSON *denied = authorize(r, &t, verb);
+  if(denied) {
+    req_reply_status(r, denied);
+    return;
+  }
+  if(!res_lookup(t.group, t.version, t.resource, &rt) || (t.has_ns && !rt.namespaced) ||
+     (t.sub[0] && !res_has_sub(&rt, t.sub))) {
+    not_found_path(r);
+    return;
+  }
   if(faults_apply(r, verb))
     return;
   if(rt.deprecated && rt.deprecation_warning[0])
@@ -331,7 +370,7 @@ void rest_dispatch(struct ls_req *r)
     if(strcmp(verb, "create") || t.name[0])
       method_not_allowed(r);
     else
-      review(r, &rt);
+      review(r, &rt, &t);
     return;
   }
   if(!strcmp(verb, "get"))

@@ -216,6 +216,17 @@ static cJSON *check_name(struct ls_wctx *w, cJSON *meta)
   if(!*name)
     return rest_invalid1(w->rt, "", "FieldValueRequired", "metadata.name",
                          "Required value: name or generateName is required");
+  if(!strcmp(w->rt->group, "rbac.authorization.k8s.io")) {
+    /* kube's ValidateRBACName: a path segment ("system:basic-user" is one) */
+    const char *why = !strcmp(name, ".")    ? "may not be '.'"
+                      : !strcmp(name, "..") ? "may not be '..'"
+                      : strchr(name, '/')   ? "may not contain '/'"
+                      : strchr(name, '%')   ? "may not contain '%'"
+                                            : NULL;
+    return why ? rest_invalid1(w->rt, name, "FieldValueInvalid", "metadata.name",
+                               "Invalid value: \"%s\": %s", name, why)
+               : NULL;
+  }
   if(!ls_dns_subdomain(name))
     return rest_invalid1(w->rt, name, "FieldValueInvalid", "metadata.name",
                          "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist of "
