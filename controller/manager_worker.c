@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conditions.h"
 #include "json.h"
 #include "ktime.h"
 #include "log.h"
@@ -64,6 +65,39 @@ static void own_write_record(struct ctrl *c, const char *key, const cJSON *store
   free(old);
 }
 
+static gw_rc ready_forbidden(void *ctx, cJSON *obj, bool *changed)
+{
+  struct cond c = { "Ready", COND_FALSE, "Forbidden", ctx };
+  return cond_set(obj, &c, changed);
+}
+
+/* A reconcile in which the API server's authorization refused a call (the controller's role
+ * lacks a right; kube's message names the verb and the resource), failed or requeued, is said,
+ * not retried in silence: in the log at error,
+ * as a Warning Event Forbidden on the object, and in its Ready condition (False, Forbidden) when
+ * the status may still be written. The kind's next committed pass writes its own Ready. */
+static void report_forbidden(struct ctrl *c, struct rec_ctx *rc, const char *refusal)
+{
+  char msg[1200];
+  snprintf(msg, sizeof(msg), "%s", refusal);
+  log_kv(LOG_ERROR, "refused by the API server's authorization: the controller's role lacks a "
+         "right (manifests/rbac-controller.yaml)", "controller", c->name, "key", rc->key,
+         "status", msg, LOG_END);
+  cJSON *obj = rec_get(rc);
+  if(!obj)
+    return;
+  rec_event(rc, obj, "Warning", "Forbidden", "the controller may not do what this %s needs: %s",
+            c->def.kind, msg);
+  char text[1400];
+  snprintf(text, sizeof(text), "the controller may not do what this %s needs: %s", c->def.kind,
+           msg);
+  gw_rc wrc = rec_update_status(rc, obj, ready_forbidden, text, NULL);
+  if(wrc && wrc != GW_ENOTFOUND)
+    log_kv(LOG_WARN, "cannot say Forbidden in the status", "controller", c->name, "key", rc->key,
+           "error", gw_strerror(wrc), LOG_END);
+  cJSON_Delete(obj);
+}
+
 static void process(struct ctrl *c, const char *key)
 {
   struct mgr *m = c->m;
@@ -80,8 +114,11 @@ static void process(struct ctrl *c, const char *key)
   }
   struct rec_ctx rc = { m, c, m->o.kube, m->rec, c->inf, c->def.user, key, ns, name };
   int64_t t0 = kt_mono_ms();
+  kube_forbidden_clear();
   struct rec_result r = c->def.reconcile(&rc);
   double secs = (double)(kt_mono_ms() - t0) / 1000.0;
+  if(*kube_forbidden_last()) /* also when the reconcile took it as a reason to look again */
+    report_forbidden(c, &rc, kube_forbidden_last());
   char ms[24];
   snprintf(ms, sizeof(ms), "%.1f", secs * 1000);
   enum rec_outcome o;

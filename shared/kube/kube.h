@@ -100,6 +100,12 @@ struct kube_status {
 };
 void kube_status_init(struct kube_status *st);
 void kube_status_release(struct kube_status *st);
+/* The message of the last request on this thread that the API server's authorizer refused
+ * (403, kube's `... is forbidden: User "..." cannot VERB resource ...`), "" when none since
+ * kube_forbidden_clear. Other 403s (admission denials, a terminating namespace) do not count.
+ * The controller manager asks it after a failed reconcile, whatever call failed. */
+void kube_forbidden_clear(void);
+const char *kube_forbidden_last(void);
 
 struct kube_list_opts {
   const char *label_selector;

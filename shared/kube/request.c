@@ -120,6 +120,27 @@ static const char *reason_for(long code)
   }
 }
 
+/* The last refusal by the API server's authorizer on this thread (kube_forbidden_last). */
+static __thread char forbidden_last[1024];
+
+void kube_forbidden_clear(void)
+{
+  forbidden_last[0] = '\0';
+}
+
+const char *kube_forbidden_last(void)
+{
+  return forbidden_last;
+}
+
+/* kube's authorizer refusals, not other 403s (admission denials, a terminating namespace):
+ * `<resource> ["<name>"] is forbidden: User "<user>" cannot ...`, `forbidden: User ...` */
+static bool authorization_refusal(const char *msg)
+{
+  const char *p = strstr(msg, "forbidden: User \"");
+  return p && (p == msg || !strncmp(p - 4, " is ", 4)) && strstr(p, "\" cannot ");
+}
+
 gw_rc kube_status_from_answer(long code, const char *body, size_t len, int retry_after_s,
                               struct kube_status *st)
 {
@@ -158,6 +179,8 @@ gw_rc kube_status_from_answer(long code, const char *body, size_t len, int retry
         *p = ' ';
   }
   cJSON_Delete(v);
+  if(st->code == 403 && authorization_refusal(st->message))
+    snprintf(forbidden_last, sizeof(forbidden_last), "%s", st->message);
   switch(code) {
   case 404: return GW_ENOTFOUND;
   case 409: return GW_ECONFLICT;

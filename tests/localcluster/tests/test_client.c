@@ -685,3 +685,41 @@ Test(kube_client_pods, pod_log_whole_and_tail)
   cJSON_Delete(o);
   kube_status_release(&st);
 }
+
+/* kube_forbidden_last names the authorizer's refusals on this thread, not other 403s */
+Test(kube_client, authorization_refusals_are_remembered_per_thread)
+{
+  struct kube_client *bob = cl_client(&C, "bob");
+  struct kube_status st;
+  kube_status_init(&st);
+  kube_forbidden_clear();
+  cJSON *out = NULL;
+  gw_rc rc = kube_get(bob, &KUBE_SECRETS, "kube-system", "x", &out, &st);
+  cr_assert_eq(rc, GW_ESTATUS, "%s", gw_strerror(rc));
+  cr_assert_eq(st.code, 403);
+  cr_assert_str_eq(kube_forbidden_last(), "secrets \"x\" is forbidden: User \"bob\" cannot get "
+                                          "resource \"secrets\" in API group \"\" in the "
+                                          "namespace \"kube-system\"");
+  /* an allowed call leaves it; clearing forgets it */
+  rc = kube_get(K, &KUBE_NAMESPACES, NULL, NS, &out, &st);
+  cr_assert_eq(rc, GW_OK);
+  cJSON_Delete(out);
+  cr_assert_neq(kube_forbidden_last()[0], '\0');
+  kube_forbidden_clear();
+  cr_assert_str_eq(kube_forbidden_last(), "");
+  /* a 403 that is no authorization refusal (a namespace being deleted) is not one */
+  ensure_namespace(K, "doomed");
+  cJSON *hold = parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                      "\"hold\",\"finalizers\":[\"example.com/hold\"]}}");
+  cr_assert_eq(kube_create(K, &KUBE_CONFIGMAPS, "doomed", hold, false, NULL, &st), GW_OK);
+  cJSON_Delete(hold);
+  cr_assert_eq(kube_delete(K, &KUBE_NAMESPACES, NULL, "doomed", NULL, NULL, &st), GW_OK, "%s",
+               st.message);
+  cJSON *cm = parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                    "\"late\"}}");
+  rc = kube_create(K, &KUBE_CONFIGMAPS, "doomed", cm, false, NULL, &st);
+  cJSON_Delete(cm);
+  cr_assert_eq(st.code, 403, "%s %s", gw_strerror(rc), st.message);
+  cr_assert_str_eq(kube_forbidden_last(), "", "%s", st.message);
+  kube_status_release(&st);
+}
