@@ -239,7 +239,8 @@ static void imp_extra(void *ctx, const char *name, const char *value)
 }
 
 /* kube's impersonation filter: impersonate on users (or serviceaccounts for a service account's
- * user name), on each group and on uids, judged by the authorizer. */
+ * user name), on each group, on uids and on userextras/KEY (each value), judged by the
+ * authorizer. */
 static cJSON *may_impersonate(const struct ls_identity *id, const char *user,
                               const struct ls_identity *who, const char *uid)
 {
@@ -263,6 +264,18 @@ static cJSON *may_impersonate(const struct ls_identity *id, const char *user,
     struct rbac_attrs u = { "impersonate", true, "authentication.k8s.io", "uids", "", "", uid,
                             "" };
     st = rbac_check(id, &u);
+  }
+  const cJSON *key, *extras = st ? NULL : who->extra;
+  cJSON_ArrayForEach(key, extras)
+  {
+    const cJSON *v;
+    cJSON_ArrayForEach(v, key)
+    {
+      struct rbac_attrs x = { "impersonate", true, "authentication.k8s.io", "userextras",
+                              key->string, "", cJSON_GetStringValue(v), "" };
+      if(!st && x.name)
+        st = rbac_check(id, &x);
+    }
   }
   return st;
 }
