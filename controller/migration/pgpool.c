@@ -7,14 +7,29 @@
 #include "../secretref.h"
 #include "mig.h"
 
+/* The side's URI, read from its Secret now (secret_free it). */
+static bool side_uri(struct mig *m, bool source, char **uri, char *err, size_t errlen)
+{
+  return !secret_ref_get(m->ctx->kube, m->ns, m->obj,
+                         source ? "spec.source.connectionSecretRef"
+                                : "spec.target.connectionSecretRef",
+                         uri, err, errlen);
+}
+
+/* A new session on uri, which it frees; NULL with err. */
+static PGconn *fresh_session(struct mig *m, char *uri, char *err, size_t errlen)
+{
+  PGconn *c = pg_connect(uri, m->o->connect_timeout_s, "godwit-controller", err, errlen);
+  secret_free(uri);
+  return c;
+}
+
 bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t errlen)
 {
   memset(s, 0, sizeof(*s));
   s->source = source;
   char *uri = NULL;
-  if(secret_ref_get(m->ctx->kube, m->ns, m->obj,
-                    source ? "spec.source.connectionSecretRef" : "spec.target.connectionSecretRef",
-                    &uri, err, errlen))
+  if(!side_uri(m, source, &uri, err, errlen))
     return false;
   pg_digest(uri, s->digest);
   s->c = pg_pool_take(m->o->pool, m->uid, source, s->digest);
@@ -23,8 +38,7 @@ bool mig_pg_open(struct mig *m, bool source, struct mig_pg *s, char *err, size_t
     s->reused = true;
     return true;
   }
-  s->c = pg_connect(uri, m->o->connect_timeout_s, "godwit-controller", err, errlen);
-  secret_free(uri);
+  s->c = fresh_session(m, uri, err, errlen);
   return s->c != NULL;
 }
 
@@ -41,12 +55,9 @@ void mig_pg_close(struct mig *m, struct mig_pg *s, bool ok)
 int mig_pg_answers(struct mig *m, bool source, char *err, size_t errlen)
 {
   char *uri = NULL;
-  if(secret_ref_get(m->ctx->kube, m->ns, m->obj,
-                    source ? "spec.source.connectionSecretRef" : "spec.target.connectionSecretRef",
-                    &uri, err, errlen))
+  if(!side_uri(m, source, &uri, err, errlen))
     return -1;
-  PGconn *c = pg_connect(uri, m->o->connect_timeout_s, "godwit-controller", err, errlen);
-  secret_free(uri);
+  PGconn *c = fresh_session(m, uri, err, errlen);
   int ok = 0;
   if(c) {
     PGresult *r = PQexec(c, "SELECT 1");
