@@ -74,8 +74,9 @@ static void spawn(struct proc *p, const char *id)
     dup2(2, 1);
     setenv("POD_NAME", id, 1);
     setenv("POD_NAMESPACE", LEASE_NS, 1);
-    execl(bin, bin, "--kubeconfig", C.kubeconfig, "--context", "admin", "--leader-elect",
-          "--metrics-port", "0", "--bind", "127.0.0.1", "--port-file", p->portfile,
+    /* as installed: its ServiceAccount, the Lease rights of rbac-controller.yaml's Role */
+    execl(bin, bin, "--kubeconfig", C.kubeconfig, "--context", "godwit-controller",
+          "--leader-elect", "--metrics-port", "0", "--bind", "127.0.0.1", "--port-file", p->portfile,
           "--log-level", "debug", (char *)NULL);
     _exit(127);
   }
