@@ -130,6 +130,16 @@ static int collect_deleted(void *ctx, const char *key, void *val)
   return 0;
 }
 
+/* What the cache keeps of an object: all but metadata.managedFields, which no reconciler reads
+ * and which would grow every cached object (controller-runtime's TransformStripManagedFields). */
+static cJSON *cached_copy(const cJSON *obj)
+{
+  cJSON *copy = cJSON_Duplicate(obj, 1);
+  cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+                                          "managedFields");
+  return copy;
+}
+
 static void on_replace(void *ctx, const cJSON *items, const char *rv)
 {
   struct informer *inf = ctx;
@@ -147,7 +157,7 @@ static void on_replace(void *ctx, const cJSON *items, const char *rv)
     char key[512];
     if(informer_key(it, key, sizeof(key)))
       continue;
-    cJSON *copy = cJSON_Duplicate(it, 1);
+    cJSON *copy = cached_copy(it);
     void *dupe = NULL;
     if(!copy || strmap_put(&fresh, key, copy, &dupe)) {
       cJSON_Delete(copy);
@@ -219,7 +229,7 @@ static void on_event(void *ctx, const char *type, const cJSON *obj)
   }
   if(strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
     return;
-  cJSON *copy = cJSON_Duplicate(obj, 1);
+  cJSON *copy = cached_copy(obj);
   if(!copy)
     return;
   void *old = NULL;

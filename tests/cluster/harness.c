@@ -375,3 +375,8 @@ void cl_runner_identity(struct cl *c, const char *ns)
     cJSON_Delete(obj);
   }
 }
+
+const char *cl_root(void)
+{
+  return root_dir();
+}

@@ -48,6 +48,8 @@ void cl_fault(struct cl *c, const char *rule_json);
  * op_runner_identity): the ServiceAccount godwit-runner and its RoleBinding to the ClusterRole
  * godwit-runner of manifests/rbac-runner.yaml. For tests that create runner Jobs themselves. */
 void cl_runner_identity(struct cl *c, const char *ns);
+/* The repository's root (manifests/, tests/). */
+const char *cl_root(void);
 /* The count left of fault rule i (0 first, in the order added; -1 is every time), INT_MIN when
  * there is no rule i. */
 int cl_fault_count(struct cl *c, int i);

@@ -82,6 +82,8 @@ cJSON *crd_validate(const char *group, const char *plural, const char *version, 
                     const cJSON *old);
 /* additionalPrinterColumns of version (a cJSON array owned by the registry), or NULL. */
 const cJSON *crd_printer_columns(const char *group, const char *plural, const char *version);
+/* The version's structural schema (openAPIV3Schema), or NULL; valid while the process runs. */
+const cJSON *crd_version_schema(const char *group, const char *plural, const char *version);
 
 /* ---- provided by conversion.c ---- */
 

@@ -115,6 +115,14 @@ WEAK const cJSON *crd_printer_columns(const char *group, const char *plural, con
   return NULL;
 }
 
+WEAK const cJSON *crd_version_schema(const char *group, const char *plural, const char *version)
+{
+  (void)group;
+  (void)plural;
+  (void)version;
+  return NULL;
+}
+
 WEAK cJSON *crd_convert(const char *group, const char *plural, cJSON *const *objs, size_t n,
                         const char *version)
 {

@@ -1,7 +1,8 @@
 /* patch.c: JSON merge patch (RFC 7386), JSON patch (RFC 6902, shared/jsonpatch) and strategic
  * merge patch for built-in types: list merge keys by field name as the Kubernetes types declare
  * them, and the directives kubectl apply sends ($patch, $setElementOrder, $retainKeys,
- * $deleteFromPrimitiveList). Server-side apply is approximated by a merge patch. */
+ * $deleteFromPrimitiveList). An apply patch is only decoded here (no doc: the applied object);
+ * ssa.c merges it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,7 +318,7 @@ cJSON *patch_apply(const struct ls_rtype *rt, const char *ctype, const char *bod
     res = patch_strategic(cJSON_Duplicate(doc, 1), p, "", err, sizeof(err));
     if(!res)
       st = ls_status(400, "BadRequest", NULL, "%s", err);
-  } else if(apply && !doc) {
+  } else if(apply) {
     res = cJSON_Duplicate(p, 1);
   } else
     res = patch_merge(cJSON_Duplicate(doc, 1), p);

@@ -28,6 +28,7 @@ struct ls_wctx {
   const cJSON *options;
   struct ls_warnings *warn;
   bool registered; /* a CRD was registered by validation */
+  bool applied;    /* server-side apply already recorded its managedFields (ssa.h) */
 };
 
 /* Answers with a Status and frees it; r may be NULL (internal writes). */
@@ -92,7 +93,9 @@ cJSON *rest_internal_modify(const char *group, const char *resource, const char 
                             const char *name, bool (*fn)(void *ctx, cJSON *obj), void *ctx);
 
 /* patch.c */
-/* Applies a patch of content type ctype to a copy of doc: NULL or a Status; *out the result. */
+/* Applies a patch of content type ctype to a copy of doc: NULL or a Status; *out the result.
+ * An apply patch (application/apply-patch+yaml) is only decoded: *out is the applied object,
+ * whatever doc is (ssa.c merges it). */
 cJSON *patch_apply(const struct ls_rtype *rt, const char *ctype, const char *body, size_t len,
                    const cJSON *doc, cJSON **out);
 cJSON *patch_merge(cJSON *target, const cJSON *patch); /* RFC 7386; returns the new target */

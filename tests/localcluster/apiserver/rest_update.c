@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "ssa.h"
 #include "write.h"
 
 static const char *const server_meta[] = { "uid", "creationTimestamp", "deletionTimestamp",
@@ -104,6 +105,11 @@ static cJSON *admit_update(struct ls_wctx *w, cJSON **obj, const cJSON *old)
     crd_prune_and_default(rt->group, rt->resource, rt->version, *obj);
     st = write_field_validation(w, before, *obj);
     cJSON_Delete(before);
+  }
+  if(!st && w->r && !w->applied) { /* before mutating admission, as kube's field manager */
+    char manager[256];
+    ssa_manager(w->r, manager, sizeof(manager));
+    ssa_update(rt, w->sub, manager, old, *obj);
   }
   if(!st)
     st = admission_mutate(&a, obj, old, w->warn);
@@ -363,6 +369,83 @@ static cJSON *patch_fn(void *ctx, const cJSON *current, cJSON **next)
   return st;
 }
 
+/* ---- server-side apply (ssa.h) ---- */
+
+struct apply_ctx {
+  struct ls_wctx *w;
+  const cJSON *applied;
+  char manager[256];
+  bool force;
+};
+
+/* kube's checks of an applied object against the request, in its order */
+static cJSON *applied_ok(const struct ls_rtype *rt, const struct ls_target *t, const cJSON *a)
+{
+  char av[300];
+  ls_api_version(rt->group, rt->version, av, sizeof(av));
+  if(strcmp(ls_str(a, "apiVersion"), av) || strcmp(ls_str(a, "kind"), rt->kind)) {
+    char g[128], v[64];
+    ls_split_api_version(ls_str(a, "apiVersion"), g, sizeof(g), v, sizeof(v));
+    return ls_status(400, "BadRequest", NULL, "invalid object type: %s/%s, Kind=%s", g, v,
+                     ls_str(a, "kind"));
+  }
+  const cJSON *m = cJSON_GetObjectItem(a, "metadata");
+  if(cJSON_GetObjectItem(m, "managedFields"))
+    return ls_status(400, "BadRequest", NULL, "metadata.managedFields must be nil");
+  const char *ns = ls_str(m, "namespace");
+  if(*ns && strcmp(ns, rt->namespaced ? t->ns : ""))
+    return ls_status(400, "BadRequest", NULL, "the namespace of the provided object does not "
+                                              "match the namespace sent on the request");
+  if(strcmp(ls_str(m, "name"), t->name))
+    return ls_status(400, "BadRequest", NULL, "the name of the object (%s) does not match the "
+                                              "name on the URL (%s)", ls_str(m, "name"), t->name);
+  return NULL;
+}
+
+static cJSON *apply_fn(void *ctx, const cJSON *current, cJSON **next)
+{
+  struct apply_ctx *a = ctx;
+  cJSON *st = ssa_apply(a->w->rt, a->w->sub, a->manager, a->force, current, a->applied, next);
+  if(!st)
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(*next, "metadata"), "resourceVersion");
+  return st;
+}
+
+/* PATCH application/apply-patch+yaml: the applied object merged into the live one (or created),
+ * with its conflicts, as kube-apiserver's field manager does */
+static cJSON *rest_apply(struct ls_req *r, struct ls_wctx *w, const struct ls_rtype *rt,
+                         const struct ls_target *t, cJSON **out, bool *created)
+{
+  cJSON *applied = NULL;
+  cJSON *st = patch_apply(rt, "application/apply-patch+yaml", r->body, r->body_len, NULL,
+                          &applied);
+  if(!st)
+    st = applied_ok(rt, t, applied);
+  struct apply_ctx a = { w, applied, "", req_param_true(r, "force") };
+  snprintf(a.manager, sizeof(a.manager), "%s", req_param(r, "fieldManager"));
+  w->applied = true;
+  if(!st)
+    st = write_update(w, apply_fn, &a, false, out, created);
+  const cJSON *code = cJSON_GetObjectItem(st, "code");
+  if(st && cJSON_IsNumber(code) && code->valueint == 404 && !t->sub[0]) {
+    /* an apply of a missing object creates it (201) */
+    cJSON_Delete(st);
+    cJSON *obj = NULL;
+    st = ssa_apply(rt, "", a.manager, a.force, NULL, applied, &obj);
+    write_ctx_release(w);
+    if(!st)
+      st = write_ctx(w, r, rt, t, "CREATE", "CreateOptions");
+    w->applied = true;
+    if(!st)
+      st = write_create(w, obj, out);
+    else
+      cJSON_Delete(obj);
+    *created = true;
+  }
+  cJSON_Delete(applied);
+  return st;
+}
+
 void rest_patch(struct ls_req *r, const struct ls_rtype *rt, const struct ls_target *t)
 {
   struct ls_wctx w;
@@ -370,27 +453,16 @@ void rest_patch(struct ls_req *r, const struct ls_rtype *rt, const struct ls_tar
   const char *ct = req_header(r, "Content-Type");
   char ctype[128];
   snprintf(ctype, sizeof(ctype), "%.*s", ct ? (int)strcspn(ct, "; ") : 0, ct ? ct : "");
+  bool apply = !strcmp(ctype, "application/apply-patch+yaml");
   struct patch_ctx p = { rt, ctype, r->body, r->body_len };
   cJSON *out = NULL;
   bool created = false;
   if(!st)
+    st = ssa_check_options(r, "PatchOptions", apply);
+  if(!st && apply)
+    st = rest_apply(r, &w, rt, t, &out, &created);
+  else if(!st)
     st = write_update(&w, patch_fn, &p, false, &out, &created);
-  const cJSON *code = cJSON_GetObjectItem(st, "code");
-  if(st && cJSON_IsNumber(code) && code->valueint == 404 && !t->sub[0] &&
-     !strcmp(ctype, "application/apply-patch+yaml")) {
-    /* server-side apply of a missing object creates it (approximation: no managedFields) */
-    cJSON_Delete(st);
-    cJSON *obj = NULL;
-    st = patch_apply(rt, ctype, r->body, r->body_len, NULL, &obj);
-    write_ctx_release(&w);
-    if(!st)
-      st = write_ctx(&w, r, rt, t, "CREATE", "CreateOptions");
-    if(!st)
-      st = write_create(&w, obj, &out);
-    else
-      cJSON_Delete(obj);
-    created = true;
-  }
   write_ctx_release(&w);
   if(st)
     req_reply_status(r, st);

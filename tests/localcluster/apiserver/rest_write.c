@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "ssa.h"
 #include "write.h"
 
 cJSON *write_ctx(struct ls_wctx *w, struct ls_req *r, const struct ls_rtype *rt,
@@ -309,6 +310,11 @@ static cJSON *admit_create(struct ls_wctx *w, cJSON **obj, const char *uid, cons
   }
   if(!st && rt->b && rt->b->prepare)
     st = rt->b->prepare(w, *obj, NULL);
+  if(!st && w->r && !w->applied) { /* before mutating admission, as kube's field manager */
+    char manager[256];
+    ssa_manager(w->r, manager, sizeof(manager));
+    ssa_update(rt, "", manager, NULL, *obj);
+  }
   if(!st)
     st = admission_mutate(&a, obj, NULL, w->warn);
   if(st)

@@ -185,3 +185,9 @@ const cJSON *crd_printer_columns(const char *group, const char *plural, const ch
   const struct crd_version_ent *v = crd_entry_version(crd_lookup(group, plural), version);
   return v ? v->columns : NULL;
 }
+
+const cJSON *crd_version_schema(const char *group, const char *plural, const char *version)
+{
+  const struct crd_version_ent *v = crd_entry_version(crd_lookup(group, plural), version);
+  return v ? v->schema : NULL;
+}
