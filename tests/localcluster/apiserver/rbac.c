@@ -551,11 +551,11 @@ bool rbac_confirm_no_escalation(const struct ls_identity *id, const char *ns,
     put(&sb, "user \"%s\" (groups=", id->name);
     groups_quoted(id, &sb);
     put(&sb, "%s", ") is attempting to grant RBAC permissions not currently held:");
-    for(size_t i = 0; i < ms.n; i++) {
+    for(size_t i = 0; i < ms.n; i++) /* sorted: each line once */
       if(i == 0 || strcmp(lines[i], lines[i - 1]))
         put(&sb, "\n%s", lines[i]);
+    for(size_t i = 0; i < ms.n; i++)
       free(lines[i]);
-    }
     free(lines);
     if(errs.len)
       put(&sb, "; resolution errors: [%s]", strbuf_str(&errs));

@@ -764,7 +764,8 @@ static int cmp_entry(const void *a, const void *b)
 /* into obj's metadata.managedFields, kube's order; entries owning nothing are dropped */
 static void entries_save(struct entries *es, cJSON *obj)
 {
-  qsort(es->v, es->n, sizeof(*es->v), cmp_entry);
+  if(es->n) /* qsort of NULL is undefined, even for none */
+    qsort(es->v, es->n, sizeof(*es->v), cmp_entry);
   cJSON *list = cJSON_CreateArray();
   for(size_t i = 0; i < es->n; i++) {
     const struct entry *e = &es->v[i];
@@ -865,7 +866,7 @@ static void print_manager(const struct entry *e, char *out, size_t len)
 }
 
 struct conflict {
-  char who[600];
+  char who[1024];
   cJSON *paths; /* strings */
 };
 
@@ -893,7 +894,7 @@ static cJSON *conflict_status(struct conflict *c, size_t n)
       rc = strbuf_addf(&sb, "%sconflicts with %s:", i ? "\n" : "", c[i].who);
     cJSON_ArrayForEach(p, c[i].paths)
     {
-      char msg[700];
+      char msg[1100];
       snprintf(msg, sizeof(msg), "conflict with %s", c[i].who);
       if(total == 1 && !rc)
         rc = strbuf_addf(&sb, "conflict with %s: %s", c[i].who, p->valuestring);
