@@ -65,17 +65,28 @@ static void own_write_record(struct ctrl *c, const char *key, const cJSON *store
   free(old);
 }
 
-static gw_rc ready_forbidden(void *ctx, cJSON *obj, bool *changed)
+/* kstatus' Stalled: the controller cannot go on for a reason outside the object. Owned by the
+ * core alone (no kind writes it), so it never fights a kind's Ready. */
+#define COND_STALLED "Stalled"
+
+static gw_rc stalled_forbidden(void *ctx, cJSON *obj, bool *changed)
 {
-  struct cond c = { "Ready", COND_FALSE, "Forbidden", ctx };
+  struct cond c = { COND_STALLED, COND_TRUE, "Forbidden", ctx };
   return cond_set(obj, &c, changed);
+}
+
+static gw_rc not_stalled(void *ctx, cJSON *obj, bool *changed)
+{
+  (void)ctx;
+  cond_remove(obj, COND_STALLED, changed);
+  return GW_OK;
 }
 
 /* A reconcile in which the API server's authorization refused a call (the controller's role
  * lacks a right; kube's message names the verb and the resource), failed or requeued, is said,
- * not retried in silence: in the log at error,
- * as a Warning Event Forbidden on the object, and in its Ready condition (False, Forbidden) when
- * the status may still be written. The kind's next committed pass writes its own Ready. */
+ * not retried in silence: in the log at error, as a Warning Event Forbidden on the object, and
+ * as Stalled=True reason Forbidden in its conditions when the status may still be written. The
+ * first pass without a refusal removes Stalled. */
 static void report_forbidden(struct ctrl *c, struct rec_ctx *rc, const char *refusal)
 {
   char msg[1200];
@@ -91,10 +102,22 @@ static void report_forbidden(struct ctrl *c, struct rec_ctx *rc, const char *ref
   char text[1400];
   snprintf(text, sizeof(text), "the controller may not do what this %s needs: %s", c->def.kind,
            msg);
-  gw_rc wrc = rec_update_status(rc, obj, ready_forbidden, text, NULL);
+  gw_rc wrc = rec_update_status(rc, obj, stalled_forbidden, text, NULL);
   if(wrc && wrc != GW_ENOTFOUND)
     log_kv(LOG_WARN, "cannot say Forbidden in the status", "controller", c->name, "key", rc->key,
            "error", gw_strerror(wrc), LOG_END);
+  cJSON_Delete(obj);
+}
+
+/* after a pass without a refusal: a Stalled=Forbidden left by an earlier one goes */
+static void clear_forbidden(struct rec_ctx *rc)
+{
+  cJSON *obj = rec_get(rc);
+  const char *reason = obj ? cond_reason(obj, COND_STALLED) : NULL;
+  if(reason && !strcmp(reason, "Forbidden")) {
+    gw_rc wrc = rec_update_status(rc, obj, not_stalled, NULL, NULL);
+    (void)wrc; /* a failed write leaves it for the next pass */
+  }
   cJSON_Delete(obj);
 }
 
@@ -119,6 +142,8 @@ static void process(struct ctrl *c, const char *key)
   double secs = (double)(kt_mono_ms() - t0) / 1000.0;
   if(*kube_forbidden_last()) /* also when the reconcile took it as a reason to look again */
     report_forbidden(c, &rc, kube_forbidden_last());
+  else
+    clear_forbidden(&rc);
   char ms[24];
   snprintf(ms, sizeof(ms), "%.1f", secs * 1000);
   enum rec_outcome o;

@@ -2,7 +2,7 @@
  * test_controller_rbac.c: the controller under manifests/rbac-controller.yaml, as installed (up
  * runs it as its ServiceAccount): a rule taken out of its ClusterRole is reported, not retried
  * in silence (the API server's Forbidden message in the log, a Warning Event Forbidden and
- * Ready=False Forbidden on the object), and the Migration goes on once the rule is back.
+ * Stalled=True Forbidden on the object), and the Migration goes on once the rule is back.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -105,9 +105,9 @@ Test(controller_rbac, a_missing_verb_is_reported_forbidden_and_the_migration_goe
   cr_expect(strstr(ev, "User \"system:serviceaccount:godwit-system:godwit-controller\" cannot "
                        "create resource \"jobs\" in API group \"batch\" in the namespace "
                        "\"default\"") != NULL, "the Event does not name what is missing: %s", ev);
-  cr_expect(e2e_wait_cond(&E, "m", "Ready", "False", "Forbidden", 30000), "%s", d);
-  cr_expect(strstr(e2e_cond_message(&E, "m", "Ready"), "cannot create resource \"jobs\"") != NULL,
-            "%s", e2e_cond_message(&E, "m", "Ready"));
+  cr_expect(e2e_wait_cond(&E, "m", "Stalled", "True", "Forbidden", 30000), "%s", d);
+  cr_expect(strstr(e2e_cond_message(&E, "m", "Stalled"), "cannot create resource \"jobs\"") !=
+              NULL, "%s", e2e_cond_message(&E, "m", "Stalled"));
   char *log = cl_slurp(cl_path(&E.c, "controller.log"));
   cr_expect(log && strstr(log, "refused by the API server's authorization") &&
               strstr(log, "cannot create resource \\\"jobs\\\""),
@@ -125,5 +125,6 @@ Test(controller_rbac, a_missing_verb_is_reported_forbidden_and_the_migration_goe
   d = e2e_describe(&E, "m");
   cr_assert(done, "%s", d);
   cr_expect_str_eq(e2e_cond_status(&E, "m", "Ready"), "True", "%s", d);
+  cr_expect_str_eq(e2e_cond_status(&E, "m", "Stalled"), "", "Stalled stayed:\n%s", d);
   free(d);
 }
