@@ -41,7 +41,7 @@ struct controller_config {
   /* the Migration controller */
   const char *runner_image;
   long step_deadline, long_step_deadline, attempt_backoff;
-  long probe_interval, lag_interval, poll_interval, zombie_grace, step_attempts,
+  long probe_interval, lag_interval, wal_sender_timeout, poll_interval, zombie_grace, step_attempts,
     cleanup_attempts, db_timeout;
   long qps, burst, api_timeout;
   /* the PtahMigration controller */
@@ -97,6 +97,10 @@ static const struct cfg_opt options[] = {
     O(probe_interval), "at most one pg_stat_activity sample of a copying target per interval" },
   { "lag-interval-ms", "GODWIT_LAG_INTERVAL_MS", CFG_INT, "10000", 100, 600000,
     O(lag_interval), "replication lag samples of a live migration, one per interval" },
+  { "wal-sender-timeout-ms", "GODWIT_WAL_SENDER_TIMEOUT_MS", CFG_INT, "2000", 0, 600000,
+    O(wal_sender_timeout), "wal_sender_timeout of a live worker's source connections (pgcopydb "
+    "0.15 and later): the source asks for feedback every half of it, and each feedback reads "
+    "the cutover's end position; 0: the server's own (pgcopydb's 10 s feedback)" },
   { "poll-interval-ms", "GODWIT_POLL_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
     O(poll_interval), "look at a running Job again after this long (Job and Pod changes "
     "reconcile at once)" },
@@ -247,6 +251,7 @@ static int run(const struct controller_config *c, const char *identity)
     .runner_image = c->runner_image,
     .probe_interval_ms = c->probe_interval,
     .lag_interval_ms = c->lag_interval,
+    .wal_sender_timeout_ms = c->wal_sender_timeout,
     .poll_interval_ms = c->poll_interval,
     .zombie_grace_ms = c->zombie_grace,
     .step_attempts = (int)c->step_attempts,

@@ -23,6 +23,8 @@
 #   BENCH_LIVE_RATE=20       the application's transactions a second while it writes
 #   BENCH_LIVE_ROUNDS=1      runs of each mode and version
 #   BENCH_LIVE_TIMEOUT=120   seconds one run may take before it is reported as not completed
+#   BENCH_LIVE_VERSIONS      the pgcopydb versions to run (default: 0.10, and 0.17 when installed)
+#   BENCH_LIVE_MODES         the cutover modes to run (default: "Manual Automatic")
 #   BENCH_KEEP=0             1: leave the work directory in /tmp
 #   GODWIT_POLL_INTERVAL_MS, GODWIT_LAG_INTERVAL_MS, ...: reach the controller; unset, its
 #                            defaults apply, as in a deployment
@@ -235,9 +237,18 @@ EOF
 stalled=0
 versions="0.10"
 [ -n "$images" ] && versions="0.10 0.17"
+versions=${BENCH_LIVE_VERSIONS:-$versions}
+modes=${BENCH_LIVE_MODES:-Manual Automatic}
+for v in $versions; do
+  case $v in 0.10) ;; 0.17) [ -n "$images" ] || die "pgcopydb 0.17 is not installed (tests/pgcopydb/install.sh)" ;;
+  *) die "BENCH_LIVE_VERSIONS: 0.10 or 0.17, got '$v'" ;; esac
+done
+for m in $modes; do
+  case $m in Manual|Automatic) ;; *) die "BENCH_LIVE_MODES: Manual or Automatic, got '$m'" ;; esac
+done
 for r in $(seq 1 "$rounds"); do
   for version in $versions; do
-    for mode in Manual Automatic; do
+    for mode in $modes; do
       run "$version" "$mode" "$r"
     done
   done

@@ -176,21 +176,23 @@ struct job_spec {
   const char *env[8][2]; /* more plain env pairs; name NULL ends */
 };
 
-/* The worker prologue's shell function `appname URI`: URI with application_name=$PGAPPNAME
- * added (`?` or `&` for a postgres:// URI, a keyword for a key=value string, trailing newlines
- * of the Secret's value dropped; anything else unchanged), for pgcopydb 0.15+ which overwrite
- * PGAPPNAME (worker.c; tests/controller/test_migration_unit.c runs it). */
+/* The worker prologue's shell functions (worker.c; tests/controller/test_migration_unit.c runs
+ * them): `uriparam URI KEY CONNINFO-VALUE URI-VALUE` is URI with KEY added (`?` or `&` and
+ * URI-VALUE, percent-encoded by the caller, for a postgres:// URI; a keyword and CONNINFO-VALUE,
+ * quoted by the caller when it needs it, for a key=value string; trailing newlines of the
+ * Secret's value dropped; anything else unchanged); `appname URI` adds
+ * application_name=$PGAPPNAME, for pgcopydb 0.15+ which overwrite PGAPPNAME. */
 #define MIG_WORKER_APPNAME_SH                                                                      \
-  "appname() {\n"                                                                                  \
-  "  set -- \"$(printf '%s' \"$1\")\"\n"                                                           \
+  "uriparam() {\n"                                                                                 \
+  "  set -- \"$(printf '%s' \"$1\")\" \"$2\" \"$3\" \"$4\"\n"                                          \
   "  case \"$1\" in\n"                                                                             \
-  "  postgres://*\\?*|postgresql://*\\?*)\n"                                                       \
-  "    printf '%s&application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"                                  \
-  "  postgres://*|postgresql://*) printf '%s?application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"       \
-  "  *=*) printf '%s application_name=%s' \"$1\" \"$PGAPPNAME\";;\n"                               \
+  "  postgres://*\\?*|postgresql://*\\?*) printf '%s&%s=%s' \"$1\" \"$2\" \"$4\";;\n"                 \
+  "  postgres://*|postgresql://*) printf '%s?%s=%s' \"$1\" \"$2\" \"$4\";;\n"                         \
+  "  *=*) printf '%s %s=%s' \"$1\" \"$2\" \"$3\";;\n"                                                \
   "  *) printf '%s' \"$1\";;\n"                                                                    \
   "  esac\n"                                                                                       \
-  "}\n"
+  "}\n"                                                                                            \
+  "appname() { uriparam \"$1\" application_name \"$PGAPPNAME\" \"$PGAPPNAME\"; }\n"
 
 /* The Job of step and attempt: "<name>-<step>-<attempt>", but "<name>-reown" for the first
  * handover (seed 000 names "the <name>-reown Job"). */

@@ -32,6 +32,8 @@ struct migration_opts {
   const char *runner_image;   /* runner steps' image, and the worker's default */
   long probe_interval_ms;     /* pg_stat_activity samples of the target (default 5000) */
   long lag_interval_ms;       /* lag samples of the source (default 10000) */
+  long wal_sender_timeout_ms; /* of a live worker's source connections, pgcopydb 0.15+ (default
+                               * 2000; 0: the server's) */
   long poll_interval_ms;      /* look again while a Job runs (default 5000) */
   long zombie_grace_ms;       /* a worker Pod alive this long after its fatal exit (60000) */
   int step_attempts;          /* attempts of a runner step that fails transiently (default 5) */

@@ -14,6 +14,7 @@ static const struct migration_opts defaults = {
   .runner_image = "ghcr.io/godwit-dev/godwit:latest",
   .probe_interval_ms = 5000,
   .lag_interval_ms = 10000,
+  .wal_sender_timeout_ms = 2000,
   .poll_interval_ms = 5000,
   .zombie_grace_ms = 60000,
   .step_attempts = 5,

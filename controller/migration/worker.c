@@ -41,7 +41,13 @@
  *  - with GODWIT_APPNAME_IN_URI (pgcopydb 0.15 and later), PGAPPNAME (godwit-<uid8>, which the
  *    probe matches) added to both connection strings as application_name: those versions set
  *    PGAPPNAME to their own "pgcopydb[PID] ROLE", and a connection string's parameter wins over
- *    the environment (docs/dev/pgcopydb-observed.md). */
+ *    the environment (docs/dev/pgcopydb-observed.md);
+ *  - with GODWIT_WAL_SENDER_TIMEOUT_MS (live, pgcopydb 0.15 and later, the controller's
+ *    --wal-sender-timeout-ms), options=-c wal_sender_timeout=<ms> added to the source's
+ *    connection string, unless it sets options itself (a second options= would replace the
+ *    user's): the source asks the receiver for feedback every half of it, and each feedback
+ *    reads the end position, so the drain ends within a second of the cutover instead of at
+ *    pgcopydb's 10 s feedback. */
 static const char worker_script[] =
   "set -e\n"
   "d=" MIG_WORK_DIR "\n"
@@ -87,6 +93,18 @@ static const char worker_script[] =
   "  PGCOPYDB_SOURCE_PGURI=$(appname \"${PGCOPYDB_SOURCE_PGURI:-}\")\n"
   "  PGCOPYDB_TARGET_PGURI=$(appname \"${PGCOPYDB_TARGET_PGURI:-}\")\n"
   "  export PGCOPYDB_SOURCE_PGURI PGCOPYDB_TARGET_PGURI\n"
+  "fi\n"
+  /* live on pgcopydb 0.15 and later: the source asks the receiver for feedback every half of
+   * wal_sender_timeout, and each feedback reads the cutover's end position */
+  "if [ -n \"${GODWIT_WAL_SENDER_TIMEOUT_MS:-}\" ]; then\n"
+  "  case \"${PGCOPYDB_SOURCE_PGURI:-}\" in\n"
+  "  *options=*) echo \"godwit: the source's connection string sets options: wal_sender_timeout"
+  " is left to it (the drain may wait for pgcopydb's 10 s feedback)\" >&2;;\n"
+  "  *) PGCOPYDB_SOURCE_PGURI=$(uriparam \"${PGCOPYDB_SOURCE_PGURI:-}\" options"
+  " \"'-c wal_sender_timeout=$GODWIT_WAL_SENDER_TIMEOUT_MS'\""
+  " \"-c%20wal_sender_timeout%3D$GODWIT_WAL_SENDER_TIMEOUT_MS\")\n"
+  "    export PGCOPYDB_SOURCE_PGURI;;\n"
+  "  esac\n"
   "fi\n"
   /* live on pgcopydb < 0.15: pgcopydb runs as a child, so that once the cutover Job has set the
    * end position (and left MIG_DRAIN_WAKE) the processes' 10 s sleeps are cut with SIGHUP */
@@ -175,6 +193,12 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
   } else {
     s.env[e][0] = "GODWIT_APPNAME_IN_URI";
     s.env[e++][1] = "1";
+  }
+  char wst[24];
+  if(m->live && mig_version_at_least(&m->version, 0, 15) && m->o->wal_sender_timeout_ms > 0) {
+    snprintf(wst, sizeof(wst), "%ld", m->o->wal_sender_timeout_ms);
+    s.env[e][0] = "GODWIT_WAL_SENDER_TIMEOUT_MS";
+    s.env[e++][1] = wst;
   }
   bool created = false;
   rc = s.args ? mig_job_create(m, &s, &created) : GW_ENOMEM;

@@ -8,6 +8,7 @@
  * (issue test 7): still Complete, no row lost, no Job created twice, no attempt spent.
  */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -418,6 +419,38 @@ static void wait_pending(const char *name, struct e2e_phases *ph)
   free(d);
 }
 
+/* pgcopydb 0.15 and later are given wal_sender_timeout on the source (the controller's
+ * --wal-sender-timeout-ms, 2000 by default), so that the source asks for feedback every second
+ * and the receiver reads the end position at once: the worker Job carries it, and pgcopydb
+ * logs the source's connection string with it. 0.10 learns the end position its own way and
+ * gets nothing. */
+static void assert_feedback_setting(const char *name)
+{
+  bool v015 = strncmp(version, "0.1", 3) == 0 && version[3] >= '5' && version[3] <= '9';
+  char *out = NULL;
+  cr_assert_eq(e2e_kubectl(&E, &out, "get job %s-worker-1 -o 'jsonpath={.spec.template.spec."
+                                     "containers[0].env[?(@.name==\"GODWIT_WAL_SENDER_TIMEOUT_MS"
+                                     "\")].value}'", name), 0, "%s", out ? out : "");
+  cr_assert_str_eq(out, v015 ? "2000" : "", "GODWIT_WAL_SENDER_TIMEOUT_MS of pgcopydb %s",
+                   version);
+  free(out);
+  if(!v015)
+    return;
+  char pattern[600];
+  snprintf(pattern, sizeof(pattern), "%s/logs/*/%s-worker-1-*/worker.log", E.c.dir, name);
+  glob_t g;
+  cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no worker log at %s", pattern);
+  FILE *f = fopen(g.gl_pathv[0], "r");
+  cr_assert_not_null(f, "%s", g.gl_pathv[0]);
+  char line[4096];
+  bool seen = false;
+  while(!seen && fgets(line, sizeof(line), f))
+    seen = strstr(line, "Copying database from") && strstr(line, "wal_sender_timeout%3d2000");
+  fclose(f);
+  cr_assert(seen, "pgcopydb %s was not given wal_sender_timeout (%s)", version, g.gl_pathv[0]);
+  globfree(&g);
+}
+
 /* The Manual live run, writes all along: early writes start with the apply (before the snapshot
  * and the slot exist), the others once the slot exists. */
 static void manual_run(const char *yaml, bool early)
@@ -465,6 +498,7 @@ static void manual_run(const char *yaml, bool early)
   cr_assert_str_eq(e2e_cond_reason(&E, "shop", "CutoverCompleted"), "DrainVerified");
   cr_assert_eq(e2e_count(&E.dst, "shop", "sales.orders"), ORDERS + w.inserted,
                "every row is on the target once CutoverCompleted is True");
+  assert_feedback_setting("shop");
   bool done = e2e_wait_complete(&E, "shop", 150000) &&
               e2e_wait_event(&E, "shop", "Completed", 10000);
   e2e_phases_stop(&ph);

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "pgcopydb.h"
 #include "migration/mig.h"
 #include "strbuf.h"
@@ -23,7 +25,8 @@
 /* The stand-in, in Perl (Essential in Debian): like pgcopydb it installs its own SIGHUP handler
  * (a shell cannot trap a signal it was started with ignored, which the script's shell does
  * to itself and its helpers). It counts SIGHUPs, says it started, ends when told (exit code in
- * file "code"; "segv": it crashes), or by SIGTERM (recorded, exit 143). */
+ * file "code"; "segv": it crashes), or by SIGTERM (recorded, exit 143). It writes the
+ * connection strings it was given to file "uris", source then target, a line each. */
 static const char fake_pgcopydb[] =
   "#!/usr/bin/perl\n"
   "use strict;\n"
@@ -31,6 +34,9 @@ static const char fake_pgcopydb[] =
   "sub mark { open(my $f, '>>', \"$t/$_[0]\") or die; print $f \"$_[0]\\n\"; close($f); }\n"
   "$SIG{HUP} = sub { mark('hups') };\n"
   "$SIG{TERM} = sub { mark('terms'); exit 143 };\n"
+  "open(my $e, '>', \"$t/uris\") or die;\n"
+  "print $e ($ENV{PGCOPYDB_SOURCE_PGURI} // ''), \"\\n\", ($ENV{PGCOPYDB_TARGET_PGURI} // ''), \"\\n\";\n"
+  "close($e);\n"
   "mark('started');\n"
   "for (1 .. 600) {\n"
   "  kill('SEGV', $$) if -e \"$t/segv\";\n"
@@ -211,4 +217,76 @@ Test(worker_script, other_workers_exec_pgcopydb_and_are_never_woken)
     cr_expect_eq(finish(&r, 10000), 0, "case %zu", i);
     cleanup(&r);
   }
+}
+
+/* The connection strings the stand-in was given: source and target, without their newlines. */
+static void given_uris(const struct run *r, char *src, char *dst, size_t len)
+{
+  char p[256];
+  snprintf(p, sizeof(p), "%s/uris", r->dir);
+  FILE *f = fopen(p, "r");
+  cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+  cr_assert_not_null(fgets(src, (int)len, f));
+  cr_assert_not_null(fgets(dst, (int)len, f));
+  fclose(f);
+  src[strcspn(src, "\n")] = '\0';
+  dst[strcspn(dst, "\n")] = '\0';
+}
+
+/* What libpq reads as the options of a connection string ("" when none). */
+static void conninfo_options(const char *conninfo, char *out, size_t len)
+{
+  char *err = NULL;
+  PQconninfoOption *o = PQconninfoParse(conninfo, &err);
+  cr_assert_not_null(o, "libpq cannot parse %s: %s", conninfo, err ? err : "");
+  out[0] = '\0';
+  for(PQconninfoOption *i = o; i->keyword; i++)
+    if(!strcmp(i->keyword, "options") && i->val)
+      snprintf(out, len, "%s", i->val);
+  PQconninfoFree(o);
+}
+
+/* A live worker on pgcopydb 0.15+ gets GODWIT_WAL_SENDER_TIMEOUT_MS: the script puts
+ * wal_sender_timeout into the source's connection string, in each form a Secret may hold, so
+ * that the walsender asks pgcopydb's receiver for feedback every half of it, and each feedback
+ * reads the end position (docs/dev/pgcopydb-observed.md). libpq reads it back as the session
+ * option; the target's string is never touched; a string with options of its own keeps them. */
+Test(worker_script, a_live_worker_on_0_15_asks_the_source_for_feedback_every_second)
+{
+  static const char *const cases[][2] = {
+    { "postgres://u:p@db:5432/shop", "-c wal_sender_timeout=2000" },
+    { "postgresql://u:p@db/shop?sslmode=require\n", "-c wal_sender_timeout=2000" },
+    { "host=db dbname=shop user=u", "-c wal_sender_timeout=2000" },
+    /* the user's own options stay as they are (a second options= would replace them) */
+    { "postgres://u:p@db/shop?options=-c%20search_path%3Dsales", "-c search_path=sales" },
+    { "host=db dbname=shop options='-c search_path=sales'", "-c search_path=sales" },
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *const env[] = { "GODWIT_LIVE", "1", "GODWIT_APPNAME_IN_URI", "1",
+                                "GODWIT_WAL_SENDER_TIMEOUT_MS", "2000",
+                                "PGCOPYDB_SOURCE_PGURI", cases[i][0],
+                                "PGCOPYDB_TARGET_PGURI", "postgres://v:q@other/shop", NULL };
+    struct run r;
+    start(&r, env);
+    char src[512], dst[512], opts[256];
+    given_uris(&r, src, dst, sizeof(src));
+    conninfo_options(src, opts, sizeof(opts));
+    cr_expect_str_eq(opts, cases[i][1], "case %zu: the source's options in %s", i, src);
+    cr_expect_str_eq(dst, "postgres://v:q@other/shop", "case %zu: the target is untouched", i);
+    put(r.dir, "code", "0\n", 0644);
+    cr_expect_eq(finish(&r, 10000), 0, "case %zu", i);
+    cleanup(&r);
+  }
+  /* without the variable (0.10, a clone, or the controller's --wal-sender-timeout-ms 0) the
+   * source's string is the Secret's */
+  const char *const env[] = { "GODWIT_LIVE", "1", "PGCOPYDB_SOURCE_PGURI", "postgres://u:p@db/shop",
+                              NULL };
+  struct run r;
+  start(&r, env);
+  char src[512], dst[512];
+  given_uris(&r, src, dst, sizeof(src));
+  cr_expect_str_eq(src, "postgres://u:p@db/shop");
+  put(r.dir, "code", "0\n", 0644);
+  cr_expect_eq(finish(&r, 10000), 0);
+  cleanup(&r);
 }
