@@ -197,13 +197,9 @@ static void compare_one(struct st_ctx *c, struct dc_table *t)
   char *sql = malloc(n);
   if(sql)
     st_fmt(sql, n,
-             "SELECT pg_catalog.count(*), pg_catalog.md5("
-             "coalesce(pg_catalog.sum(('x' || pg_catalog.substr(h, 1, 16))"
-             "::pg_catalog.bit(64)::pg_catalog.int8::pg_catalog.numeric), 0)::pg_catalog.text "
-             "|| '/' || "
-             "coalesce(pg_catalog.sum(('x' || pg_catalog.substr(h, 17, 16))"
-             "::pg_catalog.bit(64)::pg_catalog.int8::pg_catalog.numeric), 0)::pg_catalog.text) "
-             "FROM (SELECT pg_catalog.md5(ROW(%s)::pg_catalog.text) AS h FROM ONLY %s) x",
+             "SELECT pg_catalog.count(*), pg_catalog.md5(coalesce(pg_catalog.sum(('x' || "
+             "pg_catalog.substr(pg_catalog.md5(ROW(%s)::pg_catalog.text), 1, 16))"
+             "::pg_catalog.bit(64)::pg_catalog.int8), 0)::pg_catalog.text) FROM ONLY %s",
              cols, q);
   PQclear(res);
   free(q);

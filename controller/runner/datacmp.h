@@ -5,15 +5,17 @@
  * The checksum of a table is computed by each server over its own rows, with the column list
  * read from the source (so the target's physical column order does not matter):
  *
- *   SELECT count(*),
- *          md5(sum(hi64(md5(ROW(c1, c2, ...)::text)))::text || '/' ||
- *              sum(lo64(md5(ROW(c1, c2, ...)::text)))::text)
- *     FROM ONLY schema.table
+ *   SELECT count(*), md5(sum(hi64(md5(ROW(c1, c2, ...)::text)))::text) FROM ONLY schema.table
  *
- * hi64/lo64 are the two signed 64-bit halves of each row's md5, summed as numeric (exact, no
- * overflow). The sums do not depend on row order, need no primary key, stream (no 1 GB
- * string_agg limit) and do not depend on collations. A changed, missing or extra row changes
- * the count or a 128-bit sum unless an md5 collides: no difference is missed in practice. Both
+ * hi64 is the first signed 64-bit half of each row's md5; sum(int8) is exact (numeric, no
+ * overflow). The sum does not depend on row order, needs no primary key, streams (no 1 GB
+ * string_agg limit), does not depend on collations, and may run in parallel workers. A changed,
+ * missing or extra row changes the count or the sum unless the sums of 64-bit hashes cancel
+ * exactly (about 2^-64 for a difference): none is missed in practice (pgcopydb's own compare
+ * sums 32-bit hashtext values). The md5 is named once: the expression is not in a subquery read
+ * twice, which PostgreSQL inlines and evaluates at each reference (two halves read from one
+ * subquery column cost two md5s and two row-to-text conversions a row: 1.75 s of CPU against
+ * 1.0 s for 200,000 rows). Both
  * sessions print values the same way first (DateStyle ISO, TimeZone UTC, extra_float_digits 3,
  * bytea_output hex, IntervalStyle postgres, lc_monetary C, empty search_path).
  */
