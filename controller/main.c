@@ -99,8 +99,9 @@ static const struct cfg_opt options[] = {
     O(lag_interval), "replication lag samples of a live migration, one per interval" },
   { "wal-sender-timeout-ms", "GODWIT_WAL_SENDER_TIMEOUT_MS", CFG_INT, "2000", 0, 600000,
     O(wal_sender_timeout), "wal_sender_timeout of a live worker's source connections (pgcopydb "
-    "0.15 and later): the source asks for feedback every half of it, and each feedback reads "
-    "the cutover's end position; 0: the server's own (pgcopydb's 10 s feedback)" },
+    "0.15 and later, a source on PostgreSQL 12 or later): the source asks for feedback every "
+    "half of it, and each feedback reads the cutover's end position; 0: the server's own "
+    "(pgcopydb's 10 s feedback)" },
   { "poll-interval-ms", "GODWIT_POLL_INTERVAL_MS", CFG_INT, "5000", 100, 600000,
     O(poll_interval), "look at a running Job again after this long (Job and Pod changes "
     "reconcile at once)" },

@@ -42,8 +42,8 @@
  *    probe matches) added to both connection strings as application_name: those versions set
  *    PGAPPNAME to their own "pgcopydb[PID] ROLE", and a connection string's parameter wins over
  *    the environment (docs/dev/pgcopydb-observed.md);
- *  - with GODWIT_WAL_SENDER_TIMEOUT_MS (live, pgcopydb 0.15 and later, the controller's
- *    --wal-sender-timeout-ms), options=-c wal_sender_timeout=<ms> added to the source's
+ *  - with GODWIT_WAL_SENDER_TIMEOUT_MS (live, pgcopydb 0.15 and later, a source on PostgreSQL
+ *    12 or later, the controller's --wal-sender-timeout-ms), options=-c wal_sender_timeout=<ms> added to the source's
  *    connection string, unless it sets options itself (a second options= would replace the
  *    user's): the source asks the receiver for feedback every half of it, and each feedback
  *    reads the end position, so the drain ends within a second of the cutover instead of at
@@ -140,6 +140,25 @@ const char *mig_image(const struct mig *m)
   return img && *img ? img : m->o->runner_image;
 }
 
+/* wal_sender_timeout may be set per connection from PostgreSQL 12 on; an older server refuses
+ * the connection ("parameter cannot be changed now"). Read from the controller's pooled source
+ * session (the server's version comes with the login). Not known (the source does not answer
+ * the controller now) is no: the drain then waits for pgcopydb's 10 s feedback, slower, never
+ * wrong. */
+static bool source_takes_wal_sender_timeout(struct mig *m)
+{
+  char err[512];
+  struct mig_pg pg;
+  if(!mig_pg_open(m, true, &pg, err, sizeof(err))) {
+    log_kv(LOG_INFO, "the worker gets no wal_sender_timeout: the source's version is not known",
+           "key", m->ctx->key, "reason", err, LOG_END);
+    return false;
+  }
+  int v = PQserverVersion(pg.c);
+  mig_pg_close(m, &pg, v > 0);
+  return v >= 120000;
+}
+
 gw_rc mig_worker_ensure(struct mig *m, int attempt)
 {
   gw_rc rc = mig_pvc_ensure(m);
@@ -195,7 +214,8 @@ gw_rc mig_worker_ensure(struct mig *m, int attempt)
     s.env[e++][1] = "1";
   }
   char wst[24];
-  if(m->live && mig_version_at_least(&m->version, 0, 15) && m->o->wal_sender_timeout_ms > 0) {
+  if(m->live && mig_version_at_least(&m->version, 0, 15) && m->o->wal_sender_timeout_ms > 0 &&
+     source_takes_wal_sender_timeout(m)) {
     snprintf(wst, sizeof(wst), "%ld", m->o->wal_sender_timeout_ms);
     s.env[e][0] = "GODWIT_WAL_SENDER_TIMEOUT_MS";
     s.env[e++][1] = wst;
