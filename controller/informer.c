@@ -347,6 +347,16 @@ cJSON *informer_get(struct informer *inf, const char *key)
   return copy;
 }
 
+bool informer_test(struct informer *inf, const char *key,
+                   bool (*pred)(const cJSON *obj, void *ctx), void *ctx)
+{
+  pthread_rwlock_rdlock(&inf->mu);
+  const cJSON *o = strmap_get(&inf->cache, key);
+  bool yes = o && pred(o, ctx);
+  pthread_rwlock_unlock(&inf->mu);
+  return yes;
+}
+
 struct each_state {
   const char *ns;
   size_t nslen;

@@ -59,6 +59,10 @@ bool informer_wait_synced(struct informer *inf, long timeout_ms, volatile int *s
 
 /* A copy of the cached object (cJSON_Delete it), or NULL. key: "ns/name" or "name". */
 cJSON *informer_get(struct informer *inf, const char *key);
+/* pred of the cached object, asked with the lock held (no copy); false when none is cached.
+ * pred must not call back into the informer. */
+bool informer_test(struct informer *inf, const char *key,
+                   bool (*pred)(const cJSON *obj, void *ctx), void *ctx);
 /* Calls fn for every cached object (in namespace ns, or all when NULL) with the lock held;
  * fn must not call back into the informer. */
 void informer_each(struct informer *inf, const char *ns,

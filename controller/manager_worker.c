@@ -110,11 +110,21 @@ static void report_forbidden(struct ctrl *c, struct rec_ctx *rc, const char *ref
 }
 
 /* after a pass without a refusal: a Stalled=Forbidden left by an earlier one goes */
+static bool is_stalled_forbidden(const cJSON *obj, void *ctx)
+{
+  (void)ctx;
+  const char *reason = cond_reason(obj, COND_STALLED);
+  return reason && !strcmp(reason, "Forbidden");
+}
+
+/* Asked of the cached object in place: every clean pass asks, and nearly every answer is no,
+ * so no pass copies the object for it. */
 static void clear_forbidden(struct rec_ctx *rc)
 {
+  if(!informer_test(rc->cache, rc->key, is_stalled_forbidden, NULL))
+    return;
   cJSON *obj = rec_get(rc);
-  const char *reason = obj ? cond_reason(obj, COND_STALLED) : NULL;
-  if(reason && !strcmp(reason, "Forbidden")) {
+  if(obj && is_stalled_forbidden(obj, NULL)) {
     gw_rc wrc = rec_update_status(rc, obj, not_stalled, NULL, NULL);
     (void)wrc; /* a failed write leaves it for the next pass */
   }

@@ -98,6 +98,13 @@ static void delete_obj(const struct kube_gvr *r, const char *name)
   kube_status_release(&st);
 }
 
+/* informer_test's predicate: data.v equals ctx (any value when ctx is NULL). */
+static bool value_is(const cJSON *obj, void *ctx)
+{
+  const char *v = json_get_str(obj, "data.v");
+  return v && (!ctx || !strcmp(v, ctx));
+}
+
 Test(ctrl_manager, informer_lists_then_follows_changes)
 {
   mt_create_configmap(K, NS, "a", "1");
@@ -115,6 +122,10 @@ Test(ctrl_manager, informer_lists_then_follows_changes)
   cr_assert_str_eq(json_get_str(a, "data.v"), "1");
   cJSON_Delete(a);
   cr_assert_null(informer_get(inf, NS "/zzz"));
+  /* informer_test asks the cached object in place; an absent one is false whatever pred says */
+  cr_assert(informer_test(inf, NS "/a", value_is, "1"));
+  cr_assert_not(informer_test(inf, NS "/a", value_is, "2"));
+  cr_assert_not(informer_test(inf, NS "/zzz", value_is, NULL));
 
   mt_create_configmap(K, NS, "c", "1");
   expect_cache(inf, NS "/c", "1", 3);
