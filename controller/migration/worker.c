@@ -43,9 +43,9 @@
  *    PGAPPNAME to their own "pgcopydb[PID] ROLE", and a connection string's parameter wins over
  *    the environment (docs/dev/pgcopydb-observed.md);
  *  - with GODWIT_WAL_SENDER_TIMEOUT_MS (live, pgcopydb 0.15 and later, a source on PostgreSQL
- *    12 or later, the controller's --wal-sender-timeout-ms), options=-c wal_sender_timeout=<ms> added to the source's
- *    connection string, unless it sets options itself (a second options= would replace the
- *    user's): the source asks the receiver for feedback every half of it, and each feedback
+ *    12 or later, the controller's --wal-sender-timeout-ms), options=-c wal_sender_timeout=<ms>
+ *    added to the source's connection string, unless it sets options itself (a second options=
+ *    would replace the user's): the source asks the receiver for feedback every half of it, and each feedback
  *    reads the end position, so the drain ends within a second of the cutover instead of at
  *    pgcopydb's 10 s feedback. */
 static const char worker_script[] =

@@ -34,7 +34,7 @@
  *    refuses a message line ("Failed to parse test_decoding message"), its receiver reconnects
  *    before the transactions it had already applied and the apply process aborts on the
  *    duplicate (docs/dev/pgcopydb-observed.md). There the Job sends nothing; while the worker
- *    drains, the controller writes an empty transaction on the source once a second
+ *    drains, the controller writes an empty transaction on the source every 250 ms
  *    (controller/migration/cutover.c, drain_nudge), which moves a quiet stream for either
  *    plugin.
  *
