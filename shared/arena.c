@@ -13,12 +13,12 @@ struct arena_chunk {
   max_align_t data[];
 };
 
-#define ALIGN (sizeof(max_align_t))
-
-static size_t round_up(size_t n)
-{
-  return (n + ALIGN - 1) & ~(ALIGN - 1);
-}
+/* arena_alloc's blocks suit any type (malloc's promise); cJSON's need only 8 bytes (pointers,
+ * doubles, and text): rounding its 64-byte nodes and short strings up to 32 (sizeof
+ * max_align_t) and adding a 32-byte header made a 123 KB ConversionReview's tree take 2.1 MB,
+ * and a request's time went to writing cache lines. */
+#define ALIGN (_Alignof(max_align_t))
+#define JSON_ALIGN 8
 
 void arena_init(struct arena *a, size_t chunk_size, size_t limit)
 {
@@ -28,7 +28,7 @@ void arena_init(struct arena *a, size_t chunk_size, size_t limit)
   a->limit = limit;
 }
 
-/* A new chunk for a block of n bytes (rounded); NULL past the limit or when out of memory. */
+/* A new chunk for a block of n bytes; NULL past the limit or when out of memory. */
 static void *alloc_chunk(struct arena *a, size_t n)
 {
   size_t size = n > a->chunk_size ? n : a->chunk_size;
@@ -45,21 +45,24 @@ static void *alloc_chunk(struct arena *a, size_t n)
   return c->data;
 }
 
-/* arena_alloc, inlined into the cJSON hook too: a review makes hundreds of blocks. */
-static inline void *alloc_in(struct arena *a, size_t n)
+/* n bytes at a multiple of align (a power of two at most ALIGN) in the current chunk, or in a
+ * new one. Inlined into the cJSON hook too: a review makes thousands of blocks. */
+static inline void *alloc_in(struct arena *a, size_t n, size_t align)
 {
-  n = round_up(n ? n : 1);
   struct arena_chunk *c = a->head;
-  if(!c || c->size - c->used < n)
-    return alloc_chunk(a, n);
-  void *p = (char *)c->data + c->used;
-  c->used += n;
-  return p;
+  if(c) {
+    size_t at = (c->used + align - 1) & ~(align - 1);
+    if(at <= c->size && c->size - at >= n) {
+      c->used = at + n;
+      return (char *)c->data + at;
+    }
+  }
+  return alloc_chunk(a, n ? n : 1);
 }
 
 void *arena_alloc(struct arena *a, size_t n)
 {
-  return alloc_in(a, n);
+  return alloc_in(a, n, ALIGN);
 }
 
 char *arena_strdup(struct arena *a, const char *s)
@@ -92,18 +95,20 @@ struct arena *arena_activate(struct arena *a)
   return prev;
 }
 
-/* Every block handed to cJSON starts with this header, so free can tell heap from arena. */
+/* Every block handed to cJSON starts with this header, so free can tell heap from arena; 8
+ * bytes, so the block after it is aligned as cJSON needs (JSON_ALIGN). */
 enum { TAG_HEAP = 0x68656170, TAG_ARENA = 0x6172656e };
 union block_hdr {
   uint32_t tag;
-  max_align_t align;
+  uint64_t align;
 };
+_Static_assert(sizeof(union block_hdr) == JSON_ALIGN, "the header keeps blocks aligned");
 
 static void *json_malloc(size_t n)
 {
   union block_hdr *h;
   if(active) {
-    h = alloc_in(active, sizeof(*h) + n);
+    h = alloc_in(active, sizeof(*h) + n, JSON_ALIGN);
     if(!h)
       return NULL;
     h->tag = TAG_ARENA;

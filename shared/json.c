@@ -6,13 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonscan.h"
 #include "strbuf.h"
 
 /* Walks one dotted component; n is its length (no NUL among name[0..n)). Compared inline, byte
  * by byte up to the first difference: the rules look paths up by the dozen per review. */
 static cJSON *member(const cJSON *obj, const char *name, size_t n)
 {
-  if(!obj || (obj->type & 0xFF) != cJSON_Object)
+  if(!obj)
+    return NULL;
+  if((obj->type & 0xFF) == cJSON_Raw && json_materialize((cJSON *)obj)) /* see json.h */
+    return NULL;
+  if((obj->type & 0xFF) != cJSON_Object)
     return NULL;
   for(cJSON *c = obj->child; c; c = c->next) {
     const char *s = c->string;
@@ -40,6 +45,8 @@ cJSON *json_get_mut(cJSON *root, const char *path)
     if(*p == '.')
       p++;
   }
+  if(cur && (cur->type & 0xFF) == cJSON_Raw && json_materialize(cur))
+    return NULL;
   return cur;
 }
 
@@ -67,7 +74,7 @@ cJSON *json_ensure_parent(cJSON *root, const char *path, const char **last)
   cJSON *cur = root;
   const char *p = path;
   for(;;) {
-    if(!cJSON_IsObject(cur))
+    if(json_materialize(cur) || !cJSON_IsObject(cur))
       return NULL;
     const char *dot = strchr(p, '.');
     if(!dot) {
@@ -135,7 +142,19 @@ cJSON *json_detach(cJSON *root, const char *path)
   }
   if(!cJSON_IsObject(parent))
     return NULL;
-  return cJSON_DetachItemFromObjectCaseSensitive(parent, name);
+  cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(parent, name);
+  if(v && json_materialize(v)) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
+}
+
+bool json_raw_may_hold(const cJSON *n, const char *key)
+{
+  if(!n || (n->type & 0xFF) != cJSON_Raw || !n->valuestring)
+    return true;
+  return strchr(n->valuestring, '\\') || strstr(n->valuestring, key);
 }
 
 void json_remove(cJSON *root, const char *path)
@@ -362,6 +381,15 @@ static int cmp_keys(const void *a, const void *b)
 static gw_rc canon(struct strbuf *sb, const cJSON *v)
 {
   gw_rc rc = GW_OK;
+  if(cJSON_IsRaw(v) && v->valuestring) { /* kept as text: canonical only once parsed */
+    cJSON *t;
+    char err[128];
+    rc = json_parse_strict(v->valuestring, strlen(v->valuestring), &t, err, sizeof(err));
+    if(!rc)
+      rc = canon(sb, t);
+    cJSON_Delete(t);
+    return rc;
+  }
   if(cJSON_IsObject(v)) {
     size_t n = 0;
     for(const cJSON *c = v->child; c; c = c->next)
@@ -409,49 +437,71 @@ static gw_rc canon(struct strbuf *sb, const cJSON *v)
 
 /* ---- printing as cJSON prints (cJSON 1.7's print_number and print_string_ptr) ---- */
 
-/* 1 for the bytes a JSON string escapes (and NUL, which ends it) */
-static const unsigned char escaped[256] = {
-  [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
-};
+/* The escape of byte c ('"', '\\' or a control character) into esc; its length. */
+static size_t escape_byte(unsigned char c, char esc[8])
+{
+  static const char hex[] = "0123456789abcdef";
+  esc[0] = '\\';
+  switch(c) {
+  case '"': esc[1] = '"'; return 2;
+  case '\\': esc[1] = '\\'; return 2;
+  case '\b': esc[1] = 'b'; return 2;
+  case '\f': esc[1] = 'f'; return 2;
+  case '\n': esc[1] = 'n'; return 2;
+  case '\r': esc[1] = 'r'; return 2;
+  case '\t': esc[1] = 't'; return 2;
+  default:
+    esc[1] = 'u';
+    esc[2] = '0';
+    esc[3] = '0';
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 15];
+    return 6;
+  }
+}
+
+/*
+ * s as a JSON string, then tail (":" after a member's name, or nothing). Most strings need no
+ * escape: one scan (json_skip_plain, 16 bytes at a time) finds that, and the quoted string is
+ * written in one copy when the buffer has room.
+ */
+static gw_rc print_string_tail(struct strbuf *sb, const char *s, const char *tail, size_t tlen)
+{
+  size_t len = strlen(s);
+  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  const unsigned char *q = json_skip_plain(p, end);
+  if(q == end && !sb->err && sb->alloc - sb->len > len + 2 + tlen) {
+    char *o = sb->buf + sb->len;
+    *o++ = '"';
+    memcpy(o, s, len);
+    o += len;
+    *o++ = '"';
+    memcpy(o, tail, tlen);
+    o += tlen;
+    *o = '\0';
+    sb->len = (size_t)(o - sb->buf);
+    return GW_OK;
+  }
+  gw_rc rc = strbuf_addc(sb, '"');
+  while(!rc && q < end) {
+    char esc[8];
+    size_t n = escape_byte(*q, esc);
+    rc = strbuf_add(sb, p, (size_t)(q - p));
+    if(!rc)
+      rc = strbuf_add(sb, esc, n);
+    p = q + 1;
+    q = json_skip_plain(p, end);
+  }
+  if(!rc)
+    rc = strbuf_add(sb, p, (size_t)(q - p));
+  if(!rc)
+    rc = strbuf_addc(sb, '"');
+  return rc ? rc : strbuf_add(sb, tail, tlen);
+}
 
 static gw_rc print_string(struct strbuf *sb, const char *s)
 {
-  gw_rc rc = strbuf_addc(sb, '"');
-  const unsigned char *run = (const unsigned char *)s, *p = run;
-  for(; !rc; p++) {
-    while(!escaped[*p]) /* the run of plain bytes */
-      p++;
-    if(!*p)
-      break;
-    rc = strbuf_add(sb, run, (size_t)(p - run));
-    char esc[8];
-    size_t n = 2;
-    esc[0] = '\\';
-    switch(*p) {
-    case '"': esc[1] = '"'; break;
-    case '\\': esc[1] = '\\'; break;
-    case '\b': esc[1] = 'b'; break;
-    case '\f': esc[1] = 'f'; break;
-    case '\n': esc[1] = 'n'; break;
-    case '\r': esc[1] = 'r'; break;
-    case '\t': esc[1] = 't'; break;
-    default: {
-      static const char hex[] = "0123456789abcdef";
-      esc[1] = 'u';
-      esc[2] = '0';
-      esc[3] = '0';
-      esc[4] = hex[*p >> 4];
-      esc[5] = hex[*p & 15];
-      n = 6;
-    }
-    }
-    if(!rc)
-      rc = strbuf_add(sb, esc, n);
-    run = p + 1;
-  }
-  if(!rc)
-    rc = strbuf_add(sb, run, (size_t)(p - run));
-  return rc ? rc : strbuf_addc(sb, '"');
+  return print_string_tail(sb, s, "", 0);
 }
 
 static gw_rc print_number(struct strbuf *sb, const cJSON *v)
@@ -502,9 +552,7 @@ gw_rc json_print_sb(struct strbuf *sb, const cJSON *v)
       if(c != v->child)
         rc = strbuf_addc(sb, ',');
       if(!rc && obj) {
-        rc = c->string ? print_string(sb, c->string) : GW_EINVAL;
-        if(!rc)
-          rc = strbuf_addc(sb, ':');
+        rc = c->string ? print_string_tail(sb, c->string, ":", 1) : GW_EINVAL;
       }
       if(!rc)
         rc = json_print_sb(sb, c);

@@ -21,6 +21,29 @@
 gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
   GW_MUST_CHECK;
 
+/*
+ * Members kept as their text. json_parse_strict_raw checks the values of members named in names
+ * (NULL-terminated) whose value sits at depth (the root value is at 1, its members' values at 2,
+ * and so on) exactly as it checks the rest, and keeps each as a cJSON_Raw node holding the value's
+ * text as it was sent: nothing is built for it, and json_print_sb prints it back byte for byte.
+ * A reader that needs such a value calls json_materialize, which parses it in place (the node
+ * keeps its address and its place among its siblings). The dotted-path helpers below do that for
+ * every node they walk into or return, so code that reaches a member through them never sees a
+ * Raw node; code that reads members with cJSON's own calls must materialize first.
+ */
+struct json_raw {
+  int depth;
+  const char *const *names;
+};
+gw_rc json_parse_strict_raw(const char *buf, size_t len, const struct json_raw *raw, cJSON **out,
+                            char *errbuf, size_t errlen) GW_MUST_CHECK;
+/* Parses a cJSON_Raw node in place; GW_OK and nothing done for any other node. Only memory can
+ * fail for a node json_parse_strict_raw made (its text was checked). */
+gw_rc json_materialize(cJSON *n);
+/* False when n is a Raw node whose text cannot hold key as a member name (no escape, and key does
+ * not occur in it); true otherwise, so a reader looking for key knows whether to materialize. */
+bool json_raw_may_hold(const cJSON *n, const char *key);
+
 const cJSON *json_get(const cJSON *root, const char *path);
 cJSON *json_get_mut(cJSON *root, const char *path);
 /* NULL when missing or not a string. */

@@ -24,11 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "json.h"
+#include "jsonscan.h"
 
 enum jp_fail { JP_OK, JP_SYNTAX, JP_DEEP, JP_NOMEM };
 
@@ -36,17 +34,7 @@ struct jp {
   const unsigned char *p, *end;
   const unsigned char *bad; /* where the syntax failed */
   enum jp_fail fail;
-};
-
-/* Bytes a string holds as they are: not '"', not '\\', not a control character. */
-static const unsigned char plain[256] = {
-#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
-  R16(0), R16(0),
-  1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20..0x2f: '"' is 0x22 */
-  R16(1), R16(1),
-  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50..0x5f: '\\' is 0x5c */
-  R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1),
-#undef R16
+  const struct json_raw *raw; /* members kept as text, or NULL */
 };
 
 static bool syntax(struct jp *j, const unsigned char *at)
@@ -140,49 +128,6 @@ static bool unescape(struct jp *j, const unsigned char **in, unsigned char **out
   return true;
 }
 
-/* Nonzero when one of the 8 bytes of x is '"', '\\' or a control character. A byte above a
- * match may be flagged too (borrows): callers only stop early and then look byte by byte. */
-static uint64_t special8(uint64_t x)
-{
-  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs;
-}
-
-/* The first byte at or after p that a string does not hold as it is, or end. Sixteen bytes at
- * a time with SSE2 (every x86-64 has it); elsewhere eight at a time on a little-endian machine,
- * where the lowest flagged byte of special8 is an exact match (borrows only flag bytes above
- * one); then byte by byte. */
-static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end)
-{
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-  const __m128i below = _mm_set1_epi8(0x1F);
-  while(end - p >= 16) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-    /* x <= 0x1F unsigned: max(x, 0x1F) == 0x1F */
-    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                               _mm_cmpeq_epi8(_mm_max_epu8(x, below), below));
-    unsigned m = (unsigned)_mm_movemask_epi8(hit);
-    if(m)
-      return p + __builtin_ctz(m);
-    p += 16;
-  }
-#endif
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  while(end - p >= 8) {
-    uint64_t x, m;
-    memcpy(&x, p, 8);
-    if((m = special8(x)))
-      return p + (__builtin_ctzll(m) >> 3);
-    p += 8;
-  }
-#endif
-  while(p < end && plain[*p])
-    p++;
-  return p;
-}
-
 /* Copies [q, e), which holds no '"' and no control character, into o, decoding escapes. */
 static bool copy_unescaped(struct jp *j, const unsigned char *q, const unsigned char *e,
                            unsigned char *o)
@@ -213,7 +158,7 @@ static bool parse_string(struct jp *j, char **out)
   const unsigned char *s = j->p + 1, *e = s;
   bool escaped = false;
   for(;;) {
-    e = skip_plain(e, j->end);
+    e = json_skip_plain(e, j->end);
     if(e >= j->end)
       return syntax(j, j->end);
     if(*e == '"')
@@ -244,10 +189,12 @@ static bool parse_string(struct jp *j, char **out)
   return true;
 }
 
-static bool parse_number(struct jp *j, cJSON *n)
+/* Checks the number at j->p against the grammar and moves past it; *u holds its first 19
+ * digits' value and *ndig how many there are, *integral whether it has no fraction or exponent. */
+static bool scan_number(struct jp *j, uint64_t *u_out, size_t *ndig, bool *integral)
 {
   const unsigned char *s = j->p, *p = s;
-  bool neg = *p == '-', integral = true;
+  bool neg = *p == '-';
   if(neg)
     p++;
   if(!is_digit(j, p))
@@ -258,13 +205,14 @@ static bool parse_number(struct jp *j, cJSON *n)
   else
     while(is_digit(j, p))
       u = u * 10 + (uint64_t)(*p++ - '0'); /* wraps past 19 digits: strtod then */
-  size_t ndig = (size_t)(p - s) - neg;
+  *ndig = (size_t)(p - s) - neg;
+  *integral = true;
   if(p < j->end && *p == '.') {
     if(!is_digit(j, ++p))
       return syntax(j, p);
     while(is_digit(j, p))
       p++;
-    integral = false;
+    *integral = false;
   }
   if(p < j->end && (*p == 'e' || *p == 'E')) {
     p++;
@@ -274,8 +222,22 @@ static bool parse_number(struct jp *j, cJSON *n)
       return syntax(j, p);
     while(is_digit(j, p))
       p++;
-    integral = false;
+    *integral = false;
   }
+  *u_out = u;
+  j->p = p;
+  return true;
+}
+
+static bool parse_number(struct jp *j, cJSON *n)
+{
+  const unsigned char *s = j->p;
+  bool neg = *s == '-', integral;
+  uint64_t u;
+  size_t ndig;
+  if(!scan_number(j, &u, &ndig, &integral))
+    return false;
+  const unsigned char *p = j->p;
   double d;
   if(integral && ndig <= 19) { /* fits in u; the conversion rounds to nearest, as strtod does */
     d = (double)u;
@@ -297,7 +259,6 @@ static bool parse_number(struct jp *j, cJSON *n)
   n->type = cJSON_Number;
   n->valuedouble = d;
   n->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
-  j->p = p;
   return true;
 }
 
@@ -310,6 +271,135 @@ static bool keyword(struct jp *j, const char *word, size_t len)
 }
 
 static bool parse_value(struct jp *j, cJSON *n, int depth);
+
+/* ---- checking a value without building it (members kept as text: struct json_raw) ---- */
+
+/* The string at j->p (a '"'): checked as parse_string checks it, in the same order (its end
+ * first, then its escapes, so a fault is reported where parse_string reports it); escapes are
+ * decoded into a scratch buffer and dropped. */
+static bool skip_string(struct jp *j)
+{
+  const unsigned char *s = j->p + 1, *e = s;
+  bool escaped = false;
+  for(;;) {
+    e = json_skip_plain(e, j->end);
+    if(e >= j->end)
+      return syntax(j, j->end);
+    if(*e == '"')
+      break;
+    if(*e < 0x20)
+      return syntax(j, e);
+    if(j->end - e < 2) /* a backslash as the last byte */
+      return syntax(j, j->end);
+    escaped = true;
+    e += 2;
+  }
+  for(const unsigned char *q = s; escaped && q < e;) {
+    if(*q != '\\') {
+      q++;
+      continue;
+    }
+    unsigned char scratch[8], *o = scratch;
+    if(!unescape(j, &q, &o))
+      return false;
+  }
+  j->p = e + 1;
+  return true;
+}
+
+static bool skip_container(struct jp *j, int depth, bool object);
+
+/* The value at j->p, checked as parse_value checks it (grammar and depth); depth is its own. */
+static bool skip_value(struct jp *j, int depth)
+{
+  if(j->p >= j->end)
+    return syntax(j, j->end);
+  switch(*j->p) {
+  case '{': return skip_container(j, depth, true);
+  case '[': return skip_container(j, depth, false);
+  case '"': return skip_string(j);
+  case 't': return keyword(j, "true", 4);
+  case 'f': return keyword(j, "false", 5);
+  case 'n': return keyword(j, "null", 4);
+  default: {
+    uint64_t u;
+    size_t ndig;
+    bool integral;
+    return scan_number(j, &u, &ndig, &integral);
+  }
+  }
+}
+
+static bool skip_container(struct jp *j, int depth, bool object)
+{
+  unsigned char close = object ? '}' : ']';
+  j->p++;
+  skip_ws(j);
+  if(j->p < j->end && *j->p == close) {
+    j->p++;
+    return true;
+  }
+  if(depth >= JSON_MAX_DEPTH) {
+    j->fail = JP_DEEP;
+    return false;
+  }
+  for(;;) {
+    if(object) {
+      if(j->p >= j->end || *j->p != '"')
+        return syntax(j, j->p);
+      if(!skip_string(j))
+        return false;
+      skip_ws(j);
+      if(j->p >= j->end || *j->p != ':')
+        return syntax(j, j->p);
+      j->p++;
+      skip_ws(j);
+    }
+    if(!skip_value(j, depth + 1))
+      return false;
+    skip_ws(j);
+    if(j->p < j->end && *j->p == ',') {
+      j->p++;
+      skip_ws(j);
+      continue;
+    }
+    if(j->p < j->end && *j->p == close) {
+      j->p++;
+      return true;
+    }
+    return syntax(j, j->p);
+  }
+}
+
+/* Whether the member named name, whose value sits at depth, is to be kept as text. */
+static bool keep_raw(const struct jp *j, const char *name, int depth)
+{
+  if(!j->raw || depth != j->raw->depth)
+    return false;
+  for(const char *const *n = j->raw->names; *n; n++)
+    if(!strcmp(*n, name))
+      return true;
+  return false;
+}
+
+/* The value at j->p checked and copied as it is into a cJSON_Raw node. */
+static bool raw_value(struct jp *j, cJSON *n, int depth)
+{
+  const unsigned char *s = j->p;
+  if(!skip_value(j, depth))
+    return false;
+  size_t len = (size_t)(j->p - s);
+  char *text = cJSON_malloc(len + 1);
+  if(!text) {
+    j->fail = JP_NOMEM;
+    return false;
+  }
+  memcpy(text, s, len);
+  text[len] = '\0';
+  n->type = cJSON_Raw;
+  n->valuestring = text;
+  return true;
+}
 
 /* A new node appended to parent's children (tail tracked by the caller); NULL when out of
  * memory. */
@@ -362,7 +452,8 @@ static bool parse_container(struct jp *j, cJSON *n, int depth, bool object)
       j->p++;
       skip_ws(j);
     }
-    if(!parse_value(j, c, depth + 1))
+    if(object && keep_raw(j, c->string, depth + 1) ? !raw_value(j, c, depth + 1)
+                                                    : !parse_value(j, c, depth + 1))
       return false;
     skip_ws(j);
     if(j->p < j->end && *j->p == ',') {
@@ -405,7 +496,8 @@ static bool parse_value(struct jp *j, cJSON *n, int depth)
   }
 }
 
-gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
+gw_rc json_parse_strict_raw(const char *buf, size_t len, const struct json_raw *raw, cJSON **out,
+                           char *errbuf, size_t errlen)
 {
   *out = NULL;
   if(len == 0) {
@@ -413,7 +505,7 @@ gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, 
     return GW_EPARSE;
   }
   const unsigned char *start = (const unsigned char *)buf;
-  struct jp j = { start, start + len, NULL, JP_OK };
+  struct jp j = { start, start + len, NULL, JP_OK, raw };
   if(len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
     j.p += 3;
   /* A terminating NUL counted in len is not data. */
@@ -452,4 +544,30 @@ gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, 
   else
     snprintf(errbuf, errlen, "malformed JSON at byte %zu", off);
   return GW_EPARSE;
+}
+
+gw_rc json_parse_strict(const char *buf, size_t len, cJSON **out, char *errbuf, size_t errlen)
+{
+  return json_parse_strict_raw(buf, len, NULL, out, errbuf, errlen);
+}
+
+gw_rc json_materialize(cJSON *n)
+{
+  if(!n || (n->type & 0xFF) != cJSON_Raw || !n->valuestring)
+    return GW_OK;
+  cJSON *t;
+  char err[128];
+  gw_rc rc = json_parse_strict(n->valuestring, strlen(n->valuestring), &t, err, sizeof(err));
+  if(rc)
+    return rc;
+  cJSON_free(n->valuestring);
+  n->type = t->type;
+  n->valuestring = t->valuestring;
+  n->valueint = t->valueint;
+  n->valuedouble = t->valuedouble;
+  n->child = t->child;
+  t->child = NULL;
+  t->valuestring = NULL;
+  cJSON_Delete(t);
+  return GW_OK;
 }

@@ -73,11 +73,11 @@ static enum api_op parse_op(const char *s, bool *ok)
 
 /* Checks the envelope; returns the review's top object or NULL with resp filled. */
 static cJSON *decode(const struct http_request *req, const char *want_kind, const char *want_av,
-                     struct http_response *resp)
+                     const struct json_raw *raw, struct http_response *resp)
 {
   cJSON *doc;
   char err[160];
-  if(json_parse_strict(req->body, req->len, &doc, err, sizeof(err))) {
+  if(json_parse_strict_raw(req->body, req->len, raw, &doc, err, sizeof(err))) {
     bad_request(resp, err);
     return NULL;
   }
@@ -206,7 +206,7 @@ static const char *object_name(const cJSON *rq)
 static void admission(enum wh_endpoint ep, const struct http_request *req,
                       struct http_response *resp, double t0)
 {
-  cJSON *doc = decode(req, "AdmissionReview", "admission.k8s.io/v1", resp);
+  cJSON *doc = decode(req, "AdmissionReview", "admission.k8s.io/v1", NULL, resp);
   if(!doc)
     return;
   const cJSON *rq = json_get(doc, "request");
@@ -295,9 +295,20 @@ static gw_rc convert_one(cJSON *obj, const char *desired, char *err, size_t errl
   return rc;
 }
 
+/*
+ * A ConversionReview's objects are answered mostly as they came: a conversion moves fields of
+ * spec (and of status only towards an older version), and reads metadata only for the fields
+ * annotation. Their metadata and status (members of request.objects[i], values at depth 5) are
+ * checked but kept as text, parsed only when the conversion reaches into them (json.h), and
+ * otherwise copied back byte for byte: a 100-object review builds and prints a third of the
+ * nodes it would.
+ */
+static const char *const objects_raw_names[] = { "metadata", "status", NULL };
+static const struct json_raw objects_raw = { 5, objects_raw_names };
+
 static void conversion(const struct http_request *req, struct http_response *resp, double t0)
 {
-  cJSON *doc = decode(req, "ConversionReview", "apiextensions.k8s.io/v1", resp);
+  cJSON *doc = decode(req, "ConversionReview", "apiextensions.k8s.io/v1", &objects_raw, resp);
   if(!doc)
     return;
   cJSON *rq = json_get_mut(doc, "request");

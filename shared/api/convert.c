@@ -78,6 +78,8 @@ static void merge_missing(cJSON *dst, const cJSON *src, const struct sch_field *
 static cJSON *ensure_obj(cJSON *parent, const char *name)
 {
   cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, name);
+  if(json_materialize(o))
+    return NULL;
   if(cJSON_IsObject(o))
     return o;
   if(o)
@@ -90,7 +92,15 @@ static gw_rc to_hub(const struct api_kind *k, const struct api_version *v, cJSON
 {
   char ann[96];
   annotation_name(k, ann, sizeof(ann));
-  cJSON *annotations = json_get_mut(obj, "metadata.annotations");
+  /* metadata may still be the text it was sent as (a ConversionReview's objects: review.c):
+   * parsed only when it may hold the annotation */
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+  if(json_raw_may_hold(meta, ann) && json_materialize(meta)) {
+    snprintf(err, errlen, "cannot convert to %s/%s: %s", k->group, api_hub(k)->name,
+             gw_strerror(GW_ENOMEM));
+    return GW_ENOMEM;
+  }
+  cJSON *annotations = cJSON_IsRaw(meta) ? NULL : json_get_mut(obj, "metadata.annotations");
   cJSON *saved = NULL;
   if(cJSON_IsObject(annotations)) {
     cJSON *a = cJSON_DetachItemFromObjectCaseSensitive(annotations, ann);
@@ -137,6 +147,8 @@ static gw_rc split_part(cJSON *obj, const char *part, const struct sch_field *fi
                         cJSON *leftover)
 {
   cJSON *o = cJSON_GetObjectItemCaseSensitive(obj, part);
+  if(json_materialize(o)) /* it was kept as text */
+    return GW_ENOMEM;
   if(!cJSON_IsObject(o))
     return GW_OK;
   cJSON *l = cJSON_GetObjectItemCaseSensitive(leftover, part);

@@ -217,35 +217,52 @@ static size_t longest_number(const char *t, size_t len)
   return best;
 }
 
+/* One to three bytes of t replaced or deleted, or t cut short; *len_out its new length. */
+static void damage_text(struct rnd *r, char *t, size_t *len_out)
+{
+  static const char damage[] = "{}[]\",:\\ 0-.eE+tfnu\x01\x7f";
+  size_t len = *len_out;
+  for(unsigned n = 1 + below(r, 3); n && len; n--) {
+    size_t at = below(r, (unsigned)len);
+    switch(below(r, 3)) {
+    case 0: /* replace a byte */
+      t[at] = damage[below(r, sizeof(damage) - 1)];
+      break;
+    case 1: /* delete a byte */
+      memmove(t + at, t + at + 1, len - at);
+      len--;
+      break;
+    default: /* cut the text short */
+      len = at;
+      t[len] = '\0';
+    }
+  }
+  *len_out = len;
+}
+
+/* A random text, damaged (len set). */
+static char *damaged_text(struct rnd *r, size_t *len_out)
+{
+  struct strbuf sb;
+  strbuf_init(&sb, 1u << 20);
+  rnd_value(r, &sb, 0);
+  size_t len = sb.len;
+  char *t = strbuf_take(&sb, &len);
+  strbuf_release(&sb);
+  damage_text(r, t, &len);
+  *len_out = len;
+  return t;
+}
+
 /* What json_parse_strict accepts of a damaged text, cJSON accepts too, as the same tree; what it
  * refuses has a message saying so. In an arena and on the heap (ASan sees the heap's frees). */
 static void mutate_and_compare(bool in_arena)
 {
   struct rnd r = { in_arena ? 3 : 5 };
-  static const char damage[] = "{}[]\",:\\ 0-.eE+tfnu\x01\x7f";
   long accepted = 0, refused = 0;
   for(int i = 0; i < 4000; i++) {
-    struct strbuf sb;
-    strbuf_init(&sb, 1u << 20);
-    rnd_value(&r, &sb, 0);
-    size_t len = sb.len;
-    char *t = strbuf_take(&sb, &len);
-    strbuf_release(&sb);
-    for(unsigned n = 1 + below(&r, 3); n && len; n--) {
-      size_t at = below(&r, (unsigned)len);
-      switch(below(&r, 3)) {
-      case 0: /* replace a byte */
-        t[at] = damage[below(&r, sizeof(damage) - 1)];
-        break;
-      case 1: /* delete a byte */
-        memmove(t + at, t + at + 1, len - at);
-        len--;
-        break;
-      default: /* cut the text short */
-        len = at;
-        t[len] = '\0';
-      }
-    }
+    size_t len;
+    char *t = damaged_text(&r, &len);
     struct arena a;
     arena_init(&a, 4096, 1u << 20);
     struct arena *prev = in_arena ? arena_activate(&a) : arena_activate(NULL);
@@ -436,4 +453,192 @@ Test(jsonparse, an_arena_past_its_limit_is_out_of_memory_not_malformed)
   arena_activate(prev);
   arena_release(&a);
   strbuf_release(&sb);
+}
+
+/* ---- members kept as text: json_parse_strict_raw ---- */
+
+/* names rnd_string makes often: "" (no part), one part, two */
+static const char *const raw_names[] = { "", "a", "metadata", "aa", "ametadata", NULL };
+
+/* Materializes every Raw node under v, first checking that its text is a span of the input;
+ * returns how many there were. */
+static int materialize_all(cJSON *v, const char *t, size_t len)
+{
+  int n = 0;
+  if(cJSON_IsRaw(v)) {
+    cr_assert_not_null(memmem(t, len, v->valuestring, strlen(v->valuestring)),
+                       "a Raw node holds text that was not sent: %s", v->valuestring);
+    cr_assert_eq(json_materialize(v), GW_OK);
+    cr_assert(!cJSON_IsRaw(v));
+    n++;
+  }
+  for(cJSON *c = v->child; c; c = c->next)
+    n += materialize_all(c, t, len);
+  return n;
+}
+
+/* t parsed with the members raw_names names kept as text at depth: accepted or refused as
+ * json_parse_strict does (the same message), and once materialized the same tree. Returns how
+ * many Raw nodes it made, or -1 when refused. */
+static int assert_raw_parses_alike(const char *t, size_t len, int depth, bool in_arena)
+{
+  struct arena a;
+  arena_init(&a, 4096, 1u << 22);
+  struct arena *prev = in_arena ? arena_activate(&a) : arena_activate(NULL);
+  const struct json_raw spec = { depth, raw_names };
+  cJSON *strict, *raw;
+  char e1[160] = "", e2[160] = "";
+  gw_rc r1 = json_parse_strict(t, len, &strict, e1, sizeof(e1));
+  gw_rc r2 = json_parse_strict_raw(t, len, &spec, &raw, e2, sizeof(e2));
+  cr_assert_eq(r1, r2, "depth %d: strict %s, kept as text %s: %.300s", depth, e1, e2, t);
+  int n = -1;
+  if(r1) {
+    cr_assert_str_eq(e1, e2, "depth %d: %.300s", depth, t);
+    cr_assert_null(raw);
+  } else {
+    /* printed as it is, the tree still reads back as the text */
+    char *printed = cJSON_PrintUnformatted(raw);
+    cJSON *back;
+    cr_assert_eq(json_parse_strict(printed, strlen(printed), &back, e1, sizeof(e1)), GW_OK,
+                 "the tree with Raw nodes printed as %s: %s", printed, e1);
+    n = materialize_all(raw, t, len);
+    assert_same_tree(raw, strict, t);
+    cr_assert(json_equal(back, strict) || strstr(t, "e309") || strstr(t, "e-400"),
+              "printed %s", printed); /* numbers cJSON prints as null do not compare */
+    cJSON_free(printed);
+    cJSON_Delete(back);
+    cJSON_Delete(raw);
+    cJSON_Delete(strict);
+  }
+  arena_activate(prev);
+  arena_release(&a);
+  return n;
+}
+
+Test(jsonparse, members_kept_as_text_are_checked_and_read_back_alike, .timeout = 120)
+{
+  struct rnd r = { 7 };
+  long kept = 0, accepted = 0, refused = 0;
+  for(int i = 0; i < 3000; i++) {
+    /* half of them objects whose members carry the names at depth 2 (and, inside, deeper) */
+    struct strbuf sb;
+    strbuf_init(&sb, 1u << 20);
+    bool wrap = i % 2;
+    if(wrap) {
+      add(&sb, "{\"metadata\":");
+      rnd_value(&r, &sb, 0);
+      add(&sb, ",\"\":{\"a\":");
+      rnd_value(&r, &sb, 0);
+      add(&sb, "},\"aa\":");
+      rnd_value(&r, &sb, 0);
+      add(&sb, "}");
+    } else
+      rnd_value(&r, &sb, 0);
+    size_t len = sb.len;
+    char *t = strbuf_take(&sb, &len);
+    strbuf_release(&sb);
+    if(i % 4 >= 2)
+      damage_text(&r, t, &len);
+    int n = assert_raw_parses_alike(t, len, wrap ? 2 + i % 3 / 2 : 2 + i % 3, i % 8 < 4);
+    if(n < 0)
+      refused++;
+    else {
+      accepted++;
+      kept += n;
+    }
+    free(t);
+  }
+  /* the texts must keep members as text and be refused too, or the property proves nothing */
+  cr_assert_gt(kept, 500, "kept as text %ld", kept);
+  cr_assert_gt(accepted, 1000, "accepted %ld", accepted);
+  cr_assert_gt(refused, 300, "refused %ld", refused);
+}
+
+Test(jsonparse, members_kept_as_text_are_refused_where_the_text_is)
+{
+  static const struct {
+    const char *text, *msg;
+  } bad[] = {
+    { "{\"a\":\"\\x\"}", "malformed JSON at byte 6" },          /* an escape JSON has not */
+    { "{\"a\":\"\\ud800\"}", "malformed JSON at byte 6" },      /* half a pair */
+    { "{\"a\":\"x\x01\"}", "malformed JSON at byte 7" },         /* a raw control character */
+    { "{\"a\":01}", "malformed JSON at byte 6" },               /* a leading zero */
+    { "{\"a\":[1,]}", "malformed JSON at byte 8" },             /* a trailing comma */
+    { "{\"a\":{\"b\" 1}}", "malformed JSON at byte 10" },       /* no colon */
+    { "{\"a\":tru}", "malformed JSON at byte 5" },
+    { "{\"a\":{\"b\":1}", "malformed JSON: input ends early (12 bytes)" },
+  };
+  const struct json_raw spec = { 2, raw_names };
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    cJSON *v;
+    char err[160] = "";
+    cr_assert_eq(json_parse_strict_raw(bad[i].text, strlen(bad[i].text), &spec, &v, err,
+                                       sizeof(err)),
+                 GW_EPARSE, "accepted %s", bad[i].text);
+    cr_assert_str_eq(err, bad[i].msg, "%s", bad[i].text);
+    assert_raw_parses_alike(bad[i].text, strlen(bad[i].text), 2, true);
+  }
+  /* depth counts through a member kept as text */
+  char text[1000] = "{\"a\":";
+  size_t n = strlen(text);
+  n += nest(text + n, JSON_MAX_DEPTH, true, true);
+  strcpy(text + n, "}");
+  cJSON *v;
+  char err[160];
+  cr_assert_eq(json_parse_strict_raw(text, strlen(text), &spec, &v, err, sizeof(err)),
+               GW_EPARSE);
+  cr_assert_str_eq(err, "JSON nested deeper than 100 levels");
+}
+
+Test(jsonparse, path_helpers_parse_a_member_kept_as_text_when_they_reach_it)
+{
+  static const char *const names[] = { "metadata", "status", NULL };
+  const struct json_raw spec = { 2, names };
+  const char *text = "{\"metadata\":{\"name\":\"n\",\"labels\":{\"x\":\"y\"}},"
+                     "\"status\":{\"phase\":\"Done\"},\"spec\":{\"a\":1}}";
+  cJSON *v;
+  char err[160];
+  cr_assert_eq(json_parse_strict_raw(text, strlen(text), &spec, &v, err, sizeof(err)), GW_OK);
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(v, "metadata");
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
+  cr_assert(cJSON_IsRaw(meta) && cJSON_IsRaw(status));
+  cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(v, "spec")), "spec is parsed");
+  /* whether the text may hold a name: only where it occurs, or behind an escape */
+  cr_assert(json_raw_may_hold(meta, "labels"));
+  cr_assert_not(json_raw_may_hold(meta, "annotations"));
+  cr_assert(json_raw_may_hold(cJSON_GetObjectItemCaseSensitive(v, "spec"), "annotations"),
+            "a parsed node may hold anything");
+  /* printed as sent */
+  char *printed = cJSON_PrintUnformatted(v);
+  cr_assert_str_eq(printed, text);
+  cJSON_free(printed);
+  /* reading through it parses it in place */
+  cr_assert_str_eq(json_get_str(v, "metadata.labels.x"), "y");
+  cr_assert(cJSON_IsObject(meta), "metadata was parsed where it stands");
+  cr_assert(cJSON_IsRaw(status), "status was not reached");
+  cJSON *st = json_get_mut(v, "status");
+  cr_assert_eq(st, status, "the node keeps its address");
+  cr_assert(cJSON_IsObject(st), "a node a path helper returns is never Raw");
+  cJSON_Delete(v);
+  /* writing and detaching through one */
+  cr_assert_eq(json_parse_strict_raw(text, strlen(text), &spec, &v, err, sizeof(err)), GW_OK);
+  cr_assert_eq(json_set_str(v, "metadata.annotations.k", "v"), GW_OK);
+  cJSON *d = json_detach(v, "status");
+  cr_assert(cJSON_IsObject(d), "a detached member is parsed");
+  cr_assert_str_eq(json_get_str(d, "phase"), "Done");
+  printed = cJSON_PrintUnformatted(v);
+  cr_assert_str_eq(printed, "{\"metadata\":{\"name\":\"n\",\"labels\":{\"x\":\"y\"},"
+                            "\"annotations\":{\"k\":\"v\"}},\"spec\":{\"a\":1}}");
+  cJSON_free(printed);
+  /* the canonical form sorts the keys inside text too */
+  cJSON *w;
+  cr_assert_eq(json_parse_strict_raw("{\"metadata\":{\"b\":1,\"a\":2}}", 27, &spec, &w, err,
+                                     sizeof(err)),
+               GW_OK);
+  char *canon = json_print_canonical(w);
+  cr_assert_str_eq(canon, "{\"metadata\":{\"a\":2,\"b\":1}}");
+  cJSON_free(canon);
+  cJSON_Delete(w);
+  cJSON_Delete(d);
+  cJSON_Delete(v);
 }
