@@ -108,11 +108,14 @@ gw_rc json_set(cJSON *root, const char *path, cJSON *item)
     cJSON_Delete(item);
     return GW_EINVAL;
   }
-  if(cJSON_GetObjectItemCaseSensitive(parent, last)) {
-    if(!cJSON_ReplaceItemInObjectCaseSensitive(parent, last, item)) {
-      cJSON_Delete(item);
-      return GW_ENOMEM;
-    }
+  cJSON *old = member(parent, last, strlen(last));
+  if(old) { /* item takes old's place and its name */
+    if(item->string && !(item->type & cJSON_StringIsConst))
+      cJSON_free(item->string);
+    item->string = old->string;
+    item->type = (item->type & ~cJSON_StringIsConst) | (old->type & cJSON_StringIsConst);
+    old->string = NULL;
+    cJSON_ReplaceItemViaPointer(parent, old, item); /* frees old; cannot fail here */
   } else if(!cJSON_AddItemToObject(parent, last, item)) {
     cJSON_Delete(item);
     return GW_ENOMEM;
@@ -125,29 +128,56 @@ gw_rc json_set_str(cJSON *root, const char *path, const char *s)
   return json_set(root, path, cJSON_CreateString(s));
 }
 
-cJSON *json_detach(cJSON *root, const char *path)
+/* The objects path walks through (root first, then one per component but the last), at most
+ * max; 0 when one is missing or not an object. *last receives the final component. */
+static size_t walk_parents(cJSON *root, const char *path, cJSON **parents, size_t max,
+                           const char **last)
 {
-  const char *dot = strrchr(path, '.');
-  cJSON *parent = root;
-  const char *name = path;
-  if(dot) {
-    char buf[512];
-    size_t n = (size_t)(dot - path);
-    if(n >= sizeof(buf))
-      return NULL;
-    memcpy(buf, path, n);
-    buf[n] = '\0';
-    parent = json_get_mut(root, buf);
-    name = dot + 1;
+  size_t n = 0;
+  cJSON *cur = root;
+  for(const char *p = path;;) {
+    if(!cur || n == max || json_materialize(cur) || !cJSON_IsObject(cur))
+      return 0;
+    parents[n++] = cur;
+    const char *dot = strchr(p, '.');
+    if(!dot) {
+      *last = p;
+      return n;
+    }
+    cur = member(cur, p, (size_t)(dot - p));
+    p = dot + 1;
   }
-  if(!cJSON_IsObject(parent))
+}
+
+#define PATH_MAX_DEPTH 64
+
+/* Detaches path's member; with prune, then every parent (not root) the removal left empty. */
+static cJSON *detach(cJSON *root, const char *path, bool prune)
+{
+  cJSON *parents[PATH_MAX_DEPTH];
+  const char *last;
+  size_t n = walk_parents(root, path, parents, PATH_MAX_DEPTH, &last);
+  cJSON *v = n ? member(parents[n - 1], last, strlen(last)) : NULL;
+  if(!v)
     return NULL;
-  cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(parent, name);
-  if(v && json_materialize(v)) {
+  cJSON_DetachItemViaPointer(parents[n - 1], v);
+  for(size_t i = n - 1; prune && i > 0 && !parents[i]->child; i--)
+    cJSON_Delete(cJSON_DetachItemViaPointer(parents[i - 1], parents[i]));
+  if(json_materialize(v)) {
     cJSON_Delete(v);
     return NULL;
   }
   return v;
+}
+
+cJSON *json_detach(cJSON *root, const char *path)
+{
+  return detach(root, path, false);
+}
+
+cJSON *json_detach_prune(cJSON *root, const char *path)
+{
+  return detach(root, path, true);
 }
 
 bool json_raw_may_hold(const cJSON *n, const char *key)

@@ -59,6 +59,8 @@ gw_rc json_set_str(cJSON *root, const char *path, const char *s) GW_MUST_CHECK;
 void json_remove(cJSON *root, const char *path);
 /* Detaches path and returns it (caller owns), or NULL. */
 cJSON *json_detach(cJSON *root, const char *path);
+/* json_detach, then removes every parent object (never root) that the removal left empty. */
+cJSON *json_detach_prune(cJSON *root, const char *path);
 
 /* Deep equality: same type; numbers equal within a relative DBL_EPSILON (as cJSON_Compare);
  * arrays element by element; objects with the same number of members, each member of one

@@ -80,6 +80,20 @@ static char *hub_api_version(const struct api_kind *k)
   return s;
 }
 
+/* A reference to mf (managed fields parsed, or kept as text: webhook/review.c): no copy, and
+ * json_equal sees it equal to mf at once. */
+static cJSON *managed_fields_reference(const cJSON *mf)
+{
+  if(cJSON_IsArray(mf))
+    return cJSON_CreateArrayReference(mf->child);
+  cJSON *v = cJSON_CreateNull();
+  if(v) {
+    v->type = cJSON_Raw | cJSON_IsReference; /* cJSON_Delete leaves the text to mf */
+    v->valuestring = mf->valuestring;
+  }
+  return v;
+}
+
 /* A copy of obj whose metadata.managedFields is a reference to obj's: no rule, default,
  * conversion or mutation writes it, and it is often half the object (a field set per manager
  * mirroring the spec). json_equal sees a reference equal to what it refers to at once, so the
@@ -88,7 +102,7 @@ static cJSON *copy_sharing_managed_fields(const cJSON *obj)
 {
   const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
   const cJSON *mf = cJSON_GetObjectItemCaseSensitive(md, "managedFields");
-  if(!cJSON_IsObject(obj) || !cJSON_IsArray(mf))
+  if(!cJSON_IsObject(obj) || !(cJSON_IsArray(mf) || (cJSON_IsRaw(mf) && mf->valuestring)))
     return cJSON_Duplicate(obj, 1);
   cJSON *c = cJSON_CreateObject();
   for(const cJSON *m = obj->child; c && m; m = m->next) {
@@ -98,7 +112,7 @@ static cJSON *copy_sharing_managed_fields(const cJSON *obj)
     else {
       item = cJSON_CreateObject();
       for(const cJSON *f = md->child; item && f; f = f->next) {
-        cJSON *v = f == mf ? cJSON_CreateArrayReference(mf->child) : cJSON_Duplicate(f, 1);
+        cJSON *v = f == mf ? managed_fields_reference(mf) : cJSON_Duplicate(f, 1);
         if(!v || !cJSON_AddItemToObject(item, f->string, v)) {
           cJSON_Delete(v);
           cJSON_Delete(item);

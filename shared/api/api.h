@@ -172,7 +172,9 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out) GW_MUS
 bool api_revalidate(const char *group, const char *kind, const cJSON *obj, char *msg,
                     size_t len);
 
-/* The annotation that carries what an older version cannot hold. */
-#define API_FIELDS_ANNOTATION_FMT "godwit.dev/%s-fields"
+/* The annotation that carries what an older version cannot hold: PREFIX <hub version> SUFFIX. */
+#define API_FIELDS_ANNOTATION_PREFIX "godwit.dev/"
+#define API_FIELDS_ANNOTATION_SUFFIX "-fields"
+#define API_FIELDS_ANNOTATION_FMT API_FIELDS_ANNOTATION_PREFIX "%s" API_FIELDS_ANNOTATION_SUFFIX
 
 #endif

@@ -7,28 +7,6 @@
 #include "api/api.h"
 #include "json.h"
 
-/* Removes path and then every parent object that the removal left empty. */
-static cJSON *detach_prune(cJSON *obj, const char *path)
-{
-  cJSON *v = json_detach(obj, path);
-  if(!v)
-    return NULL;
-  char buf[512];
-  size_t n = strlen(path);
-  if(n >= sizeof(buf))
-    n = sizeof(buf) - 1;
-  memcpy(buf, path, n);
-  buf[n] = '\0';
-  for(char *dot = strrchr(buf, '.'); dot; dot = strrchr(buf, '.')) {
-    *dot = '\0';
-    const cJSON *parent = json_get(obj, buf);
-    if(!cJSON_IsObject(parent) || parent->child)
-      break;
-    json_remove(obj, buf);
-  }
-  return v;
-}
-
 /*
  * Applies the renames. Towards an older version a rename may land on a path where the hub still
  * has an object (v1alpha1 "spec.verification" is a string, the hub's "spec.verification" an
@@ -39,12 +17,12 @@ static gw_rc move_all(cJSON *obj, const struct conv_move *moves, bool to_hub, cJ
 {
   for(const struct conv_move *m = moves; m && m->old; m++) {
     const char *from = to_hub ? m->old : m->hub, *to = to_hub ? m->hub : m->old;
-    cJSON *v = detach_prune(obj, from);
+    cJSON *v = json_detach_prune(obj, from);
     if(!v)
       continue;
     gw_rc rc = GW_OK;
     if(leftover && json_get(obj, to))
-      rc = json_set(leftover, to, detach_prune(obj, to));
+      rc = json_set(leftover, to, json_detach_prune(obj, to));
     if(!rc)
       rc = json_set(obj, to, v);
     else
@@ -55,9 +33,20 @@ static gw_rc move_all(cJSON *obj, const struct conv_move *moves, bool to_hub, cJ
   return GW_OK;
 }
 
+/* API_FIELDS_ANNOTATION_FMT's name for k, joined by hand: once per converted object, where
+ * snprintf cost as much as two of the moves. */
 static void annotation_name(const struct api_kind *k, char *buf, size_t n)
 {
-  snprintf(buf, n, API_FIELDS_ANNOTATION_FMT, api_hub(k)->name);
+  static const char pre[] = API_FIELDS_ANNOTATION_PREFIX, suf[] = API_FIELDS_ANNOTATION_SUFFIX;
+  const char *v = api_hub(k)->name;
+  size_t lv = strlen(v);
+  if(sizeof(pre) - 1 + lv + sizeof(suf) > n) { /* no version name is that long */
+    *buf = '\0';
+    return;
+  }
+  memcpy(buf, pre, sizeof(pre) - 1);
+  memcpy(buf + sizeof(pre) - 1, v, lv);
+  memcpy(buf + sizeof(pre) - 1 + lv, suf, sizeof(suf)); /* with its NUL */
 }
 
 /* Adds members of src that dst lacks; never recreates an object whose presence means something. */
