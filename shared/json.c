@@ -180,6 +180,41 @@ cJSON *json_detach_prune(cJSON *root, const char *path)
   return detach(root, path, true);
 }
 
+cJSON *json_dup_shared(const cJSON *v)
+{
+  cJSON *n = cJSON_malloc(sizeof(*n));
+  if(!n)
+    return NULL;
+  *n = (cJSON){ 0 };
+  n->type = v->type & ~(cJSON_IsReference | cJSON_StringIsConst);
+  n->valueint = v->valueint;
+  n->valuedouble = v->valuedouble;
+  if(v->valuestring) {
+    n->valuestring = v->valuestring;
+    n->type |= cJSON_IsReference; /* (on a node without children: cJSON_Delete leaves the text) */
+  }
+  if(v->string) {
+    n->string = v->string;
+    n->type |= cJSON_StringIsConst;
+  }
+  cJSON *tail = NULL;
+  for(const cJSON *c = v->child; c; c = c->next) {
+    cJSON *d = json_dup_shared(c);
+    if(!d) {
+      cJSON_Delete(n);
+      return NULL;
+    }
+    if(tail) {
+      tail->next = d;
+      d->prev = tail;
+    } else
+      n->child = d;
+    n->child->prev = d; /* cJSON's convention: the first child's prev is the last one */
+    tail = d;
+  }
+  return n;
+}
+
 bool json_raw_may_hold(const cJSON *n, const char *key)
 {
   if(!n || (n->type & 0xFF) != cJSON_Raw || !n->valuestring)

@@ -59,6 +59,9 @@ gw_rc json_set_str(cJSON *root, const char *path, const char *s) GW_MUST_CHECK;
 void json_remove(cJSON *root, const char *path);
 /* Detaches path and returns it (caller owns), or NULL. */
 cJSON *json_detach(cJSON *root, const char *path);
+/* A copy of v's nodes that shares v's strings (names and values, flagged so cJSON_Delete leaves
+ * them): for a tree that lives no longer than v, as a review's copies in its arena. */
+cJSON *json_dup_shared(const cJSON *v);
 /* json_detach, then removes every parent object (never root) that the removal left empty. */
 cJSON *json_detach_prune(cJSON *root, const char *path);
 

@@ -128,13 +128,23 @@ static bool unescape(struct jp *j, const unsigned char **in, unsigned char **out
   return true;
 }
 
+/* What a one-letter escape stands for (0: not one; \u is unescape's). */
+static const unsigned char simple_escape[256] = {
+  ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r',
+  ['t'] = '\t',
+};
+
 /* Copies [q, e), which holds no '"' and no control character, into o, decoding escapes. */
 static bool copy_unescaped(struct jp *j, const unsigned char *q, const unsigned char *e,
                            unsigned char *o)
 {
   while(q < e) {
     if(*q == '\\') {
-      if(!unescape(j, &q, &o))
+      unsigned char c = q + 1 < e ? simple_escape[q[1]] : 0;
+      if(c) { /* the common escapes (a last-applied annotation is full of \"), inline */
+        *o++ = c;
+        q += 2;
+      } else if(!unescape(j, &q, &o))
         return false;
       continue;
     }
@@ -300,7 +310,9 @@ static bool skip_string(struct jp *j)
       continue;
     }
     unsigned char scratch[8], *o = scratch;
-    if(!unescape(j, &q, &o))
+    if(q + 1 < e && simple_escape[q[1]])
+      q += 2;
+    else if(!unescape(j, &q, &o))
       return false;
   }
   j->p = e + 1;

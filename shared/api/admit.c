@@ -135,11 +135,12 @@ static cJSON *copy_sharing_managed_fields(const cJSON *obj)
  * back drops it anyway; left in, one named like a hub field (v1alpha1 "strategy" against
  * v1beta1's spec.strategy) would stop the moves and defaults that a second pass, without it,
  * then makes: the mutation would not be idempotent. */
-static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
+static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj, bool in_arena)
 {
   if(!obj)
     return NULL;
-  cJSON *c = copy_sharing_managed_fields(obj);
+  /* in the review's arena, a copy that shares obj's strings: they die together */
+  cJSON *c = in_arena ? json_dup_shared(obj) : copy_sharing_managed_fields(obj);
   const struct api_version *v = version_of(k, obj);
   cJSON *spec = json_get_mut(c, "spec");
   if(c && v && !api_is_hub(k, v) && cJSON_IsObject(spec)) {
@@ -170,13 +171,13 @@ static cJSON *hub_copy(const struct api_kind *k, const cJSON *obj)
  * it (an object that went through /mutate, as every validated object has, is already
  * defaulted); the rest (the metadata with its managed fields, the status) is referenced, not
  * duplicated. */
-static cJSON *hub_view(const struct api_kind *k, const cJSON *obj)
+static cJSON *hub_view(const struct api_kind *k, const cJSON *obj, bool in_arena)
 {
   if(!obj)
     return NULL;
   const struct api_version *v = version_of(k, obj);
   if(!v || !api_is_hub(k, v))
-    return hub_copy(k, obj);
+    return hub_copy(k, obj, in_arena);
   cJSON *view = cJSON_CreateObject();
   if(!view)
     return NULL;
@@ -209,8 +210,8 @@ gw_rc api_mutate(const struct api_request *req, struct api_result *out)
    * a value out of range) do not stop defaulting. */
   if(!sch_types_ok(v->spec, json_get(req->obj, "spec")))
     return GW_OK;
-  cJSON *work = hub_copy(k, req->obj);
-  cJSON *old = hub_copy(k, req->old);
+  cJSON *work = hub_copy(k, req->obj, req->in_arena);
+  cJSON *old = hub_copy(k, req->old, req->in_arena);
   if(!work) {
     cJSON_Delete(old);
     return GW_OK;
@@ -325,8 +326,8 @@ gw_rc api_validate(const struct api_request *req, struct api_result *out)
   sch_validate(v->spec, spec, "spec", &out->errs, &out->warns);
   if(out->errs.n)
     return out->errs.oom ? GW_ENOMEM : GW_OK;
-  cJSON *obj = hub_view(k, req->obj);
-  cJSON *old = hub_view(k, req->old);
+  cJSON *obj = hub_view(k, req->obj, req->in_arena);
+  cJSON *old = hub_view(k, req->old, req->in_arena);
   if(!obj) {
     cJSON_Delete(old);
     ferrs_add(&out->errs, FERR_INVALID, "metadata.annotations",
