@@ -45,7 +45,7 @@ static const struct cfg_opt options[] = {
     "also serve /metrics, /healthz and /readyz over plain HTTP on this port (0: off)" },
   { "bind", "GODWIT_BIND", CFG_STR, "0.0.0.0", 0, 0, O(bind), "address to listen on" },
   { "threads", "GODWIT_THREADS", CFG_INT, "2", 1, 256, O(threads),
-    "request threads (size of the pool)" },
+    "requests handled at once (a connection has its own thread; its request waits for a turn)" },
   { "connection-timeout", NULL, CFG_INT, "10", 1, 3600, O(conn_timeout),
     "seconds an idle or stalled connection is kept" },
   { "max-connections", NULL, CFG_INT, "1024", 1, 65536, O(max_conns),

@@ -1,7 +1,9 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,16 @@
 struct server {
   struct MHD_Daemon *daemon;
   struct server_opts opts;
+  sem_t turns; /* opts.threads requests handled at once */
 };
+
+/* Each connection has its thread (TLS and HTTP); a whole request waits for one of the server's
+ * turns before its handler runs, so at most opts.threads handlers (and their memory) at once. */
+static void take_turn(struct server *s)
+{
+  while(sem_wait(&s->turns) && errno == EINTR)
+    ;
+}
 
 /* Per request state, from the first call of the access handler to completion. */
 struct req_state {
@@ -187,7 +198,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
   struct http_request req = { method, url, ct, strbuf_str(&st->body), st->body.len, c };
+  take_turn(s);
   st->route->fn(s->opts.ctx, &req, &r);
+  sem_post(&s->turns);
   return reply(c, &r, NULL);
 }
 
@@ -230,7 +243,13 @@ gw_rc server_start(struct server **out, const struct server_opts *o, char *err, 
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof(ss));
   socklen_t sl;
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  /* A thread per connection, not a pool of event loops: a pool's thread keeps the connections it
+   * accepted, and kube-apiserver (or any client) holding a few busy connections could leave
+   * them all on one thread while the other cores idled (a 100-object /convert at 8 connections
+   * used one core of two). The kernel spreads connection threads over the cores; the turns
+   * bound the handlers running at once. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                   MHD_USE_POLL | MHD_USE_ERROR_LOG;
   struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
   struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
   if(inet_pton(AF_INET, o->bind, &v4->sin_addr) == 1) {
@@ -253,8 +272,10 @@ gw_rc server_start(struct server **out, const struct server_opts *o, char *err, 
   /* The logger first, so libmicrohttpd prints nothing of its own. */
   opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL };
   opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &ss };
-  if(o->threads > 1)
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, o->threads, NULL };
+  /* a connection thread's stack: the handlers' deepest (JSON nested 100 deep, the schema walks)
+   * takes a few tens of KiB; 2 MiB leaves room under the sanitizers, and 1024 connections
+   * reserve 2 GiB of address space, not the 8 GiB of the default */
+  opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_STACK_SIZE, 2u << 20, NULL };
   opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s, NULL };
   opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, o->max_conns, NULL };
   opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
@@ -266,11 +287,17 @@ gw_rc server_start(struct server **out, const struct server_opts *o, char *err, 
                                          (void *)tls_store_callback };
   }
   opts[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+  if(sem_init(&s->turns, 0, (unsigned)(o->threads > 0 ? o->threads : 1))) {
+    snprintf(err, errlen, "cannot make the request turns: %s", strerror(errno));
+    free(s);
+    return GW_EIO;
+  }
   s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts,
                                MHD_OPTION_END);
   if(!s->daemon) {
     snprintf(err, errlen, "cannot listen on %s:%d (address in use, or TLS unavailable)", o->bind,
              o->port);
+    sem_destroy(&s->turns);
     free(s);
     return GW_EIO;
   }
@@ -289,5 +316,6 @@ void server_stop(struct server *s)
   if(!s)
     return;
   MHD_stop_daemon(s->daemon);
+  sem_destroy(&s->turns);
   free(s);
 }

@@ -9,9 +9,12 @@
  * The body of a refused request is read and dropped before the answer, so a client still
  * sending sees it; a body above 16 times the limit is answered at once and the connection
  * closed.
- * The query string (kube-apiserver appends ?timeout=10s) is ignored. Connections idle for longer
- * than the connection timeout are closed, so a client that sends headers and stalls holds no
- * thread: the daemon is event driven (epoll) with a fixed pool of threads.
+ * The query string (kube-apiserver appends ?timeout=10s) is ignored. Each connection has its own
+ * thread for TLS and HTTP (the kernel spreads them over the cores, whichever connections are
+ * busy); a handler runs only once its request is whole and one of `threads` turns is free, so a
+ * client that sends headers and stalls takes no turn from anyone, and at most `threads`
+ * handlers hold memory at once. Connections idle for longer than the connection timeout are
+ * closed.
  * With TLS, only TLS 1.2 and 1.3 are offered and the certificate comes from tlsstore.
  */
 #ifndef GW_SERVER_H

@@ -42,7 +42,7 @@ static const struct cfg_opt options[] = {
   { "port", NULL, CFG_INT, "0", 0, 65535, O(port), "HTTPS port (0: any free)" },
   { "port-file", NULL, CFG_STR, NULL, 0, 0, O(port_file), "write the bound port here" },
   { "bind", NULL, CFG_STR, "127.0.0.1", 0, 0, O(bind), "address to listen on" },
-  { "threads", NULL, CFG_INT, "2", 1, 256, O(threads), "request threads (as godwit-webhook)" },
+  { "threads", NULL, CFG_INT, "2", 1, 256, O(threads), "requests handled at once (as godwit-webhook)" },
   { "validate-body", NULL, CFG_STR, NULL, 0, 0, O(bodies[0]), "answer of POST /validate" },
   { "mutate-body", NULL, CFG_STR, NULL, 0, 0, O(bodies[1]), "answer of POST /mutate" },
   { "convert-body", NULL, CFG_STR, NULL, 0, 0, O(bodies[2]), "answer of POST /convert" },

@@ -17,7 +17,7 @@
 #   BENCH_WARMUP=1        seconds of warm-up load per cell and server (wrk takes whole seconds)
 #   BENCH_CONNECTIONS="1 8 32"
 #   BENCH_ENDPOINTS="validate mutate convert"
-#   BENCH_THREADS=2       request threads of both servers (godwit-webhook's default)
+#   BENCH_THREADS=2       requests handled at once by both servers (godwit-webhook's --threads default)
 #   BENCH_CONVERT_OBJECTS=100
 #   BENCH_MARKDOWN=FILE   also write the table as Markdown into FILE
 # Goals reported against (not asserted): issue 14's, printed at the end (see "Goals" below).

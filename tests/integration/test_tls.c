@@ -106,9 +106,10 @@ static double now(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-Test(tls, a_stalled_client_holds_no_thread, .init = up, .fini = down)
+Test(tls, a_stalled_client_takes_no_turn, .init = up, .fini = down)
 {
-  /* Open more stalled connections than there are threads. */
+  /* Open more stalled connections than there are turns (--threads 2): a connection's thread
+   * waits for its body, and only a whole request takes a turn. */
   enum { STALLED = 6 };
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
   SSL *ssl[STALLED];
