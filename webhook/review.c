@@ -386,4 +386,7 @@ void review_tune_malloc(void)
 {
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  /* every connection has a thread (server.c): without a cap glibc gives up to 8 per core their
+   * own heap, each keeping its free memory */
+  mallopt(M_ARENA_MAX, 2);
 }

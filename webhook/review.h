@@ -21,7 +21,8 @@ void review_conversion(const struct http_request *req, struct http_response *res
  * would hand the top of the heap back to the kernel after each one and fault it in again on the
  * next (a fifth of a 100-object conversion's CPU). Keeping up to 16 MiB of free heap, and
  * serving blocks up to 4 MiB from it rather than from fresh mappings, reuses those pages; the
- * resident size stays the peak of one review per thread. */
+ * resident size stays the peak of one review per turn. Two malloc arenas at most: every
+ * connection has a thread, and glibc would give each of up to 8 per core its own heap. */
 void review_tune_malloc(void);
 
 #endif
