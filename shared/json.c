@@ -69,14 +69,31 @@ bool json_get_bool(const cJSON *root, const char *path, bool dflt)
   return dflt;
 }
 
+/* Whether cur is an object, once parsed if it was kept as text (json.h). */
+static inline bool as_object(cJSON *cur)
+{
+  if((cur->type & 0xFF) == cJSON_Raw && json_materialize(cur))
+    return false;
+  return (cur->type & 0xFF) == cJSON_Object;
+}
+
+/* The '.' ending the component at p, or NULL at the last one (components are short: no strchr
+ * call). */
+static inline const char *component_end(const char *p)
+{
+  while(*p && *p != '.')
+    p++;
+  return *p ? p : NULL;
+}
+
 cJSON *json_ensure_parent(cJSON *root, const char *path, const char **last)
 {
   cJSON *cur = root;
   const char *p = path;
   for(;;) {
-    if(json_materialize(cur) || !cJSON_IsObject(cur))
+    if(!cur || !as_object(cur))
       return NULL;
-    const char *dot = strchr(p, '.');
+    const char *dot = component_end(p);
     if(!dot) {
       *last = p;
       return cur;
@@ -136,10 +153,10 @@ static size_t walk_parents(cJSON *root, const char *path, cJSON **parents, size_
   size_t n = 0;
   cJSON *cur = root;
   for(const char *p = path;;) {
-    if(!cur || n == max || json_materialize(cur) || !cJSON_IsObject(cur))
+    if(!cur || n == max || !as_object(cur))
       return 0;
     parents[n++] = cur;
-    const char *dot = strchr(p, '.');
+    const char *dot = component_end(p);
     if(!dot) {
       *last = p;
       return n;
@@ -237,6 +254,10 @@ bool json_is_integer(const cJSON *v)
 
 static bool number_equal(double a, double b)
 {
+  if(a == b) /* also two infinities (1e309 parses to one), whose difference is NaN */
+    return true;
+  if(isinf(a) || isinf(b)) /* an infinity is within any tolerance of the other */
+    return false;
   double max = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
   return fabs(a - b) <= max * DBL_EPSILON;
 }

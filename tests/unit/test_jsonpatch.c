@@ -33,6 +33,22 @@ Test(jsonpatch, equal_documents_give_no_ops)
   roundtrip("{\"a\":{\"b\":[1,2]}}", "{\"a\":{\"b\":[1,2]}}", 0);
 }
 
+/* Numbers past a double's range read as infinity; two of them are equal (their difference is
+ * NaN, which a tolerance test alone calls unequal: found by fuzz_jsonpatch). */
+Test(jsonpatch, infinities_are_equal)
+{
+  cJSON *x = parse("{\"a\":[1e309,-1e-400,2]}"), *y = parse("{\"a\":[2e308,-0,2]}");
+  cr_assert(json_equal(x, y));
+  cJSON *ops = jsonpatch_diff(x, y);
+  cr_assert_eq(cJSON_GetArraySize(ops), 0, "ops: %s", cJSON_PrintUnformatted(ops));
+  cJSON *z = parse("{\"a\":[-1e309,0,2]}");
+  cr_assert_not(json_equal(x, z), "+inf and -inf differ");
+  cJSON_Delete(ops);
+  cJSON_Delete(x);
+  cJSON_Delete(y);
+  cJSON_Delete(z);
+}
+
 Test(jsonpatch, adds_replaces_removes)
 {
   roundtrip("{\"a\":1,\"b\":{\"c\":2},\"d\":3}", "{\"a\":2,\"b\":{\"c\":2,\"e\":true},\"f\":[1]}", 4);
