@@ -8,15 +8,15 @@
  * to 19 digits without strtod, and checks the depth as it descends.
  *
  * The tree is exactly what cJSON builds (same node types, values, valueint saturation, member
- * order, duplicate keys kept, first child's prev pointing at the last child), allocated through
- * cJSON's own hooks (cJSON_malloc: an arena's blocks where arena.c is linked), so cJSON_Delete
- * and every cJSON function work on it. The
- * grammar is RFC 8259's, stricter than cJSON 1.7.15 where that library is lax: whitespace is
- * only space, tab, LF and CR (cJSON skipped every byte below 33); numbers follow the JSON
- * grammar (cJSON handed "01", "1.", "-.5" and "1e" to strtod); a string may not hold a raw
- * control character (U+0000 to U+001F must be escaped) and \u takes four hex digits (cJSON read
- * "\uZZZZ" as U+0000). Like cJSON, a UTF-8 byte order mark before the value is skipped, \u0000
- * ends the C string, and bytes are not checked to be valid UTF-8.
+ * order, duplicate keys kept, first child's prev pointing at the last child), allocated by
+ * cJSON's own hook (arena.c's, called directly: an arena's blocks when one is active), so
+ * cJSON_Delete and every cJSON function work on it. The grammar is RFC 8259's, stricter than
+ * cJSON 1.7.15 where that library is lax: whitespace is only space, tab, LF and CR (cJSON
+ * skipped every byte below 33); numbers follow the JSON grammar (cJSON handed "01", "1.", "-.5"
+ * and "1e" to strtod); a string may not hold a raw control character (U+0000 to U+001F must be
+ * escaped) and \u takes four hex digits (cJSON read "\uZZZZ" as U+0000). Like cJSON, a UTF-8
+ * byte order mark before the value is skipped, \u0000 ends the C string, and bytes are not
+ * checked to be valid UTF-8.
  * tests/unit/test_jsonparse.c holds both parsers to the same trees.
  */
 #include <limits.h>
@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "json.h"
 #include "jsonscan.h"
 
@@ -181,7 +182,7 @@ static bool parse_string(struct jp *j, char **out)
     e += 2;
   }
   /* unescaped, the text never grows */
-  unsigned char *r = cJSON_malloc((size_t)(e - s) + 1);
+  unsigned char *r = arena_json_alloc((size_t)(e - s) + 1);
   if(!r) {
     j->fail = JP_NOMEM;
     return false;
@@ -401,7 +402,7 @@ static bool raw_value(struct jp *j, cJSON *n, int depth)
   if(!skip_value(j, depth))
     return false;
   size_t len = (size_t)(j->p - s);
-  char *text = cJSON_malloc(len + 1);
+  char *text = arena_json_alloc(len + 1);
   if(!text) {
     j->fail = JP_NOMEM;
     return false;
@@ -417,7 +418,7 @@ static bool raw_value(struct jp *j, cJSON *n, int depth)
  * memory. */
 static cJSON *append(struct jp *j, cJSON *parent, cJSON **tail)
 {
-  cJSON *c = cJSON_malloc(sizeof(*c));
+  cJSON *c = arena_json_alloc(sizeof(*c));
   if(!c) {
     j->fail = JP_NOMEM;
     return NULL;
