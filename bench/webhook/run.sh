@@ -180,7 +180,7 @@ median() { sort -n "$work/$1.rounds" | awk '{ r[NR] = $0 } END { print r[int((NR
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 echo "godwit webhook benchmark: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($cpu), $(uname -sr)"
 echo "libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?'), GnuTLS $(pkg-config --modversion gnutls 2>/dev/null || echo '?'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
-echo "server threads $threads; per cell and server ${warmup}s warm-up then $rounds rounds of ${duration}s" \
+echo "server turns (--threads) $threads, a thread per connection; per cell and server ${warmup}s warm-up then $rounds rounds of ${duration}s" \
   "(median shown); TLS keep-alive; request bodies: validate/mutate $(wc -c <"$work/validate.json") B," \
   "convert $(wc -c <"$work/convert.json") B ($nconv objects)"
 echo "idle RSS: godwit $(kib "$godwit_pid") KiB, baseline $(kib "$baseline_pid") KiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
