@@ -33,10 +33,6 @@ void arena_release(struct arena *a);
  * previously active arena so calls nest. */
 struct arena *arena_activate(struct arena *a);
 
-/* What cJSON_malloc returns (its hook), called directly: the parser makes a block per node and
- * per string, and the call through libcjson's hook pointer cost a tenth of each. */
-void *arena_json_alloc(size_t n);
-
 /* Installs the cJSON hooks; called once at start (idempotent, thread-safe). */
 void arena_install_json_hooks(void);
 

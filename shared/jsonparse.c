@@ -8,8 +8,9 @@
  * to 19 digits without strtod, and checks the depth as it descends.
  *
  * The tree is exactly what cJSON builds (same node types, values, valueint saturation, member
- * order, duplicate keys kept, first child's prev pointing at the last child), allocated by
- * cJSON's own hook (arena.c's, called directly: an arena's blocks when one is active), so
+ * order, duplicate keys kept, first child's prev pointing at the last child), allocated through
+ * cJSON's own hooks (cJSON_malloc: an arena's blocks where arena.c is linked; not called
+ * directly, which would link arena.c, and its hooks, into every program that parses JSON), so
  * cJSON_Delete and every cJSON function work on it. The grammar is RFC 8259's, stricter than
  * cJSON 1.7.15 where that library is lax: whitespace is only space, tab, LF and CR (cJSON
  * skipped every byte below 33); numbers follow the JSON grammar (cJSON handed "01", "1.", "-.5"
@@ -25,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
 #include "json.h"
 #include "jsonscan.h"
 
@@ -182,7 +182,7 @@ static bool parse_string(struct jp *j, char **out)
     e += 2;
   }
   /* unescaped, the text never grows */
-  unsigned char *r = arena_json_alloc((size_t)(e - s) + 1);
+  unsigned char *r = cJSON_malloc((size_t)(e - s) + 1);
   if(!r) {
     j->fail = JP_NOMEM;
     return false;
@@ -402,7 +402,7 @@ static bool raw_value(struct jp *j, cJSON *n, int depth)
   if(!skip_value(j, depth))
     return false;
   size_t len = (size_t)(j->p - s);
-  char *text = arena_json_alloc(len + 1);
+  char *text = cJSON_malloc(len + 1);
   if(!text) {
     j->fail = JP_NOMEM;
     return false;
@@ -418,7 +418,7 @@ static bool raw_value(struct jp *j, cJSON *n, int depth)
  * memory. */
 static cJSON *append(struct jp *j, cJSON *parent, cJSON **tail)
 {
-  cJSON *c = arena_json_alloc(sizeof(*c));
+  cJSON *c = cJSON_malloc(sizeof(*c));
   if(!c) {
     j->fail = JP_NOMEM;
     return NULL;

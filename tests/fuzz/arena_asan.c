@@ -89,11 +89,6 @@ static void *json_malloc(size_t n)
   return h + 1;
 }
 
-void *arena_json_alloc(size_t n)
-{
-  return json_malloc(n);
-}
-
 static void json_free(void *p)
 {
   if(!p)
