@@ -25,10 +25,16 @@ static bool token_ok(const struct agent *a, const struct http_request *req)
   return !diff;
 }
 
+/* v as the answer (taken). The server frees the body with free(): printed into a strbuf, never
+ * cJSON's allocator, whose hooks may be an arena's (arena.c, wherever it is linked). */
 static void json_answer(struct http_response *resp, int code, cJSON *v)
 {
-  char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+  struct strbuf sb;
+  strbuf_init(&sb, 64u << 20);
+  gw_rc rc = v ? json_print_sb(&sb, v) : GW_ENOMEM;
   cJSON_Delete(v);
+  char *text = rc ? NULL : strbuf_take(&sb, &resp->len);
+  strbuf_release(&sb);
   if(!text) {
     http_status_response(resp, 500, "InternalError", "out of memory");
     return;
@@ -36,7 +42,6 @@ static void json_answer(struct http_response *resp, int code, cJSON *v)
   resp->status = code;
   resp->content_type = "application/json";
   resp->body = text;
-  resp->len = strlen(text);
 }
 
 typedef cJSON *(*op_fn)(struct agent *, const cJSON *, struct na_fail *);

@@ -275,7 +275,7 @@ int main(int argc, char **argv)
       char *v = facts(&c);
       if(v && !publish(k, c.node, v))
         log_kv(LOG_INFO, "published the node's facts", "node", c.node, "facts", v, LOG_END);
-      free(v);
+      cJSON_free(v); /* cJSON's allocator printed it */
       waited = 0;
     }
     usleep(100 * 1000);
