@@ -163,24 +163,37 @@ static bool copy_unescaped(struct jp *j, const unsigned char *q, const unsigned 
   return true;
 }
 
-/* The string starting at j->p (a '"'), unescaped into a block of the hooks' allocator. */
-static bool parse_string(struct jp *j, char **out)
+/* The closing quote of the string whose text starts at s (after its '"'), stepping over escapes
+ * unchecked (the callers check them); *escaped says whether there was one. NULL with the fault
+ * set: the input ends, or a raw control character. */
+static inline const unsigned char *string_end(struct jp *j, const unsigned char *s,
+                                               bool *escaped)
 {
-  const unsigned char *s = j->p + 1, *e = s;
-  bool escaped = false;
+  const unsigned char *e = s;
+  *escaped = false;
   for(;;) {
     e = json_skip_plain(e, j->end);
     if(e >= j->end)
-      return syntax(j, j->end);
+      return syntax(j, j->end), NULL;
     if(*e == '"')
-      break;
+      return e;
     if(*e < 0x20)
-      return syntax(j, e);
+      return syntax(j, e), NULL;
     if(j->end - e < 2) /* a backslash as the last byte */
-      return syntax(j, j->end);
-    escaped = true;
+      return syntax(j, j->end), NULL;
+    *escaped = true;
     e += 2;
   }
+}
+
+/* The string starting at j->p (a '"'), unescaped into a block of the hooks' allocator. */
+static bool parse_string(struct jp *j, char **out)
+{
+  const unsigned char *s = j->p + 1;
+  bool escaped;
+  const unsigned char *e = string_end(j, s, &escaped);
+  if(!e)
+    return false;
   /* unescaped, the text never grows */
   unsigned char *r = cJSON_malloc((size_t)(e - s) + 1);
   if(!r) {
@@ -290,21 +303,11 @@ static bool parse_value(struct jp *j, cJSON *n, int depth);
  * decoded into a scratch buffer and dropped. */
 static bool skip_string(struct jp *j)
 {
-  const unsigned char *s = j->p + 1, *e = s;
-  bool escaped = false;
-  for(;;) {
-    e = json_skip_plain(e, j->end);
-    if(e >= j->end)
-      return syntax(j, j->end);
-    if(*e == '"')
-      break;
-    if(*e < 0x20)
-      return syntax(j, e);
-    if(j->end - e < 2) /* a backslash as the last byte */
-      return syntax(j, j->end);
-    escaped = true;
-    e += 2;
-  }
+  const unsigned char *s = j->p + 1;
+  bool escaped;
+  const unsigned char *e = string_end(j, s, &escaped);
+  if(!e)
+    return false;
   for(const unsigned char *q = s; escaped && q < e;) {
     if(*q != '\\') {
       q++;
