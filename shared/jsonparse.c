@@ -296,6 +296,55 @@ static bool keyword(struct jp *j, const char *word, size_t len)
 
 static bool parse_value(struct jp *j, cJSON *n, int depth);
 
+/* ---- the punctuation both walks (parse_container, skip_container) read alike ---- */
+
+enum jp_step { JP_MORE, JP_DONE, JP_FAIL };
+
+/* Past the opening bracket at j->p: JP_DONE for an empty container, JP_MORE when members follow
+ * (and depth, the container's own, allows them), JP_FAIL with the fault set. */
+static inline enum jp_step open_container(struct jp *j, int depth, unsigned char close)
+{
+  j->p++;
+  skip_ws(j);
+  if(j->p < j->end && *j->p == close) {
+    j->p++;
+    return JP_DONE;
+  }
+  if(depth >= JSON_MAX_DEPTH) {
+    j->fail = JP_DEEP;
+    return JP_FAIL;
+  }
+  return JP_MORE;
+}
+
+/* The ':' after a member's name, and the whitespace around it. */
+static inline bool name_separator(struct jp *j)
+{
+  skip_ws(j);
+  if(j->p >= j->end || *j->p != ':')
+    return syntax(j, j->p);
+  j->p++;
+  skip_ws(j);
+  return true;
+}
+
+/* After a member: JP_MORE past a ',', JP_DONE past the closing bracket, else JP_FAIL. */
+static inline enum jp_step after_member(struct jp *j, unsigned char close)
+{
+  skip_ws(j);
+  if(j->p < j->end && *j->p == ',') {
+    j->p++;
+    skip_ws(j);
+    return JP_MORE;
+  }
+  if(j->p < j->end && *j->p == close) {
+    j->p++;
+    return JP_DONE;
+  }
+  syntax(j, j->p);
+  return JP_FAIL;
+}
+
 /* ---- checking a value without building it (members kept as text: struct json_raw) ---- */
 
 /* The string at j->p (a '"'): checked as parse_string checks it, in the same order (its end
@@ -349,42 +398,19 @@ static bool skip_value(struct jp *j, int depth)
 static bool skip_container(struct jp *j, int depth, bool object)
 {
   unsigned char close = object ? '}' : ']';
-  j->p++;
-  skip_ws(j);
-  if(j->p < j->end && *j->p == close) {
-    j->p++;
-    return true;
-  }
-  if(depth >= JSON_MAX_DEPTH) {
-    j->fail = JP_DEEP;
-    return false;
-  }
-  for(;;) {
+  enum jp_step step = open_container(j, depth, close);
+  while(step == JP_MORE) {
     if(object) {
       if(j->p >= j->end || *j->p != '"')
         return syntax(j, j->p);
-      if(!skip_string(j))
+      if(!skip_string(j) || !name_separator(j))
         return false;
-      skip_ws(j);
-      if(j->p >= j->end || *j->p != ':')
-        return syntax(j, j->p);
-      j->p++;
-      skip_ws(j);
     }
     if(!skip_value(j, depth + 1))
       return false;
-    skip_ws(j);
-    if(j->p < j->end && *j->p == ',') {
-      j->p++;
-      skip_ws(j);
-      continue;
-    }
-    if(j->p < j->end && *j->p == close) {
-      j->p++;
-      return true;
-    }
-    return syntax(j, j->p);
+    step = after_member(j, close);
   }
+  return step == JP_DONE;
 }
 
 /* Whether the member named name, whose value sits at depth, is to be kept as text. */
@@ -442,47 +468,24 @@ static bool parse_container(struct jp *j, cJSON *n, int depth, bool object)
 {
   unsigned char close = object ? '}' : ']';
   n->type = object ? cJSON_Object : cJSON_Array;
-  j->p++;
-  skip_ws(j);
-  if(j->p < j->end && *j->p == close) {
-    j->p++;
-    return true;
-  }
-  if(depth >= JSON_MAX_DEPTH) {
-    j->fail = JP_DEEP;
-    return false;
-  }
+  enum jp_step step = open_container(j, depth, close);
   cJSON *tail = NULL;
-  for(;;) {
+  while(step == JP_MORE) {
     cJSON *c = append(j, n, &tail);
     if(!c)
       return false;
     if(object) {
       if(j->p >= j->end || *j->p != '"')
         return syntax(j, j->p);
-      if(!parse_string(j, &c->string))
+      if(!parse_string(j, &c->string) || !name_separator(j))
         return false;
-      skip_ws(j);
-      if(j->p >= j->end || *j->p != ':')
-        return syntax(j, j->p);
-      j->p++;
-      skip_ws(j);
     }
     if(object && keep_raw(j, c->string, depth + 1) ? !raw_value(j, c, depth + 1)
                                                     : !parse_value(j, c, depth + 1))
       return false;
-    skip_ws(j);
-    if(j->p < j->end && *j->p == ',') {
-      j->p++;
-      skip_ws(j);
-      continue;
-    }
-    if(j->p < j->end && *j->p == close) {
-      j->p++;
-      return true;
-    }
-    return syntax(j, j->p);
+    step = after_member(j, close);
   }
+  return step == JP_DONE;
 }
 
 static bool parse_value(struct jp *j, cJSON *n, int depth)
